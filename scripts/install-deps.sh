@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kstack builds and tests with (see DEPENDENCIES in docs/).
+# Idempotent and quick when everything is present: dpkg is asked first, apt only when needed.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache openssl
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libboost-system1.81-dev
+  libssl-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev libexpected-dev libarchive-dev zlib1g-dev prometheus-cpp-dev
+  clang clang-tidy clang-format lld libclang-rt-14-dev
+  curl ca-certificates bubblewrap
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+# An earlier interrupted install leaves dpkg half-configured; repair before installing.
+$SUDO dpkg --configure -a >/dev/null 2>&1 || true
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends --no-upgrade "${missing[@]}"
