@@ -18,5 +18,5 @@ endif()
 add_library(kstack_boost_asio INTERFACE)
 target_compile_definitions(kstack_boost_asio INTERFACE
   BOOST_ASIO_SEPARATE_COMPILATION BOOST_BEAST_SEPARATE_COMPILATION
-  BOOST_ASIO_NO_DEPRECATED BOOST_BEAST_USE_STD_STRING_VIEW)
+  BOOST_ASIO_NO_DEPRECATED)
 target_link_libraries(kstack_boost_asio INTERFACE Boost::headers OpenSSL::SSL OpenSSL::Crypto Threads::Threads)

@@ -126,6 +126,7 @@ Result<HttpRequest> Client::make_request(std::string_view method, std::string_vi
         {"Authorization", "Basic " + base64(config_.username + ":" + config_.password)});
   }
   req.body = std::move(body);
+  req.timeout = config_.request_timeout;
   return req;
 }
 
@@ -347,39 +348,54 @@ Result<void> Client::watch(const ResourceType& type, std::string_view ns, const 
   return {};
 }
 
-Result<ResourceType> Client::discover(std::string_view api_version, std::string_view kind) {
-  const std::string gv(api_version);
-  json::value resources;
-  {
-    std::lock_guard lock(discovery_mu_);
-    if (auto it = discovery_cache_.find(gv); it != discovery_cache_.end()) resources = it->second;
-  }
-  if (resources.is_null()) {
-    const std::string path = gv.find('/') == std::string::npos ? "/api/" + gv : "/apis/" + gv;
-    auto list = call("GET", "GET", path);
-    if (!list) return tl::unexpected(std::move(list.error()));
-    resources = std::move(*list);
-    std::lock_guard lock(discovery_mu_);
-    discovery_cache_[gv] = resources;
-  }
+namespace {
+
+std::optional<ResourceType> find_kind(const json::value& resource_list, const std::string& gv,
+                                      std::string_view kind) {
   const auto slash = gv.find('/');
   ResourceType rt;
   rt.group = slash == std::string::npos ? "" : gv.substr(0, slash);
   rt.version = slash == std::string::npos ? gv : gv.substr(slash + 1);
-  if (const auto* arr = resources.as_object().if_contains("resources"); arr && arr->is_array()) {
-    for (const auto& r : arr->get_array()) {
-      const auto& o = r.as_object();
-      const auto* name = o.if_contains("name");
-      const auto* k = o.if_contains("kind");
-      if (!name || !name->is_string() || !k || !k->is_string()) continue;
-      if (k->get_string() != kind || name->get_string().find('/') != json::string::npos) continue;
-      rt.plural = std::string(name->get_string());
-      rt.kind = std::string(kind);
-      const auto* ns = o.if_contains("namespaced");
-      rt.namespaced = ns && ns->is_bool() && ns->get_bool();
-      return rt;
+  const auto* obj = resource_list.if_object();
+  const auto* arr = obj ? obj->if_contains("resources") : nullptr;
+  if (arr == nullptr || !arr->is_array()) return std::nullopt;
+  for (const auto& r : arr->get_array()) {
+    const auto* o = r.if_object();
+    if (o == nullptr) continue;
+    const auto* name = o->if_contains("name");
+    const auto* k = o->if_contains("kind");
+    if (!name || !name->is_string() || !k || !k->is_string()) continue;
+    // Subresources ("statefulsets/status") carry the parent's kind too.
+    if (k->get_string() != kind || name->get_string().find('/') != json::string::npos) continue;
+    rt.plural = std::string(name->get_string());
+    rt.kind = std::string(kind);
+    const auto* ns = o->if_contains("namespaced");
+    rt.namespaced = ns && ns->is_bool() && ns->get_bool();
+    return rt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<ResourceType> Client::discover(std::string_view api_version, std::string_view kind) {
+  const std::string gv(api_version);
+  {
+    std::lock_guard lock(discovery_mu_);
+    if (auto it = discovery_cache_.find(gv); it != discovery_cache_.end()) {
+      if (auto rt = find_kind(it->second, gv, kind)) return *rt;
     }
   }
+  // Not cached, or cached before the kind existed (a CRD installed since): fetch afresh.
+  const std::string path = gv.find('/') == std::string::npos ? "/api/" + gv : "/apis/" + gv;
+  auto list = call("GET", "GET", path);
+  if (!list) return tl::unexpected(std::move(list.error()));
+  auto rt = find_kind(*list, gv, kind);
+  {
+    std::lock_guard lock(discovery_mu_);
+    discovery_cache_[gv] = std::move(*list);
+  }
+  if (rt) return *rt;
   return make_error(ErrorKind::kNotFound,
                     fmt::format("discovery: no resource of kind \"{}\" in {}", kind, gv));
 }

@@ -67,6 +67,9 @@ struct Config {
   std::string source;                            // where it came from, for messages
   double qps = kDefaultQps;
   int burst = kDefaultBurst;
+  // Per-request deadline (kubectl's --request-timeout); unset = the transport's default.
+  // Watches are not bounded by it (they have their own idle timeout).
+  std::optional<std::chrono::milliseconds> request_timeout;
   std::string user_agent = "kstack";
 };
 

@@ -4,9 +4,10 @@
 #   kubectl                                   v1.20.2, unpacked from Debian's `kubernetes-client`
 #   etcd                                      Debian's `etcd-server` (installed as a package)
 # Rebuilds only what is missing. Prints the cache's bin directory on stdout.
-# Cold run on a 2-core machine: see README ("Test control plane").
+# Cold run on a 2-core machine: about 5-11 min (measured figures in docs/testenv.md); a warm
+# run (binaries cached) takes a second.
 #
-# Pitfalls handled here are described in docs/testenv.md.
+# The three build pitfalls handled here are described in docs/testenv.md.
 set -euo pipefail
 
 KUBE_VERSION=v1.20.2
@@ -14,7 +15,7 @@ cache="${KSTACK_TESTENV_DIR:-$HOME/.cache/kstack-testenv}"
 bin="$cache/bin"
 mkdir -p "$bin"
 
-log() { echo "get-binaries: $*" >&2; }
+log() { echo "get-binaries [${SECONDS}s]: $*" >&2; }
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 

@@ -1,0 +1,140 @@
+// kstack-testenv: runs the test control plane by hand, e.g. to try kubectl against it or to
+// check that a machine can run the integration tests (`kstack-testenv up --check`).
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include "tests/testenv/control_plane.h"
+
+namespace {
+
+using kstack::testenv::ControlPlane;
+using kstack::testenv::TestUser;
+
+struct UpArgs {
+  bool controller_manager = false;
+  bool check = false;
+  bool keep = false;
+  std::string dir;
+  std::string bin_dir;
+  std::vector<std::string> users;  // NAME[:GROUP,GROUP...]
+  int timeout_seconds = 60;
+};
+
+TestUser parse_user(const std::string& spec) {
+  TestUser user;
+  auto colon = spec.find(':');
+  user.name = spec.substr(0, colon);
+  if (colon != std::string::npos) {
+    std::string_view groups = std::string_view(spec).substr(colon + 1);
+    while (!groups.empty()) {
+      auto comma = groups.find(',');
+      if (comma != 0) user.groups.emplace_back(groups.substr(0, comma));
+      groups = comma == std::string_view::npos ? std::string_view{} : groups.substr(comma + 1);
+    }
+  }
+  return user;
+}
+
+void print_command(const char* title, const kstack::testenv::CommandResult& r) {
+  fmt::print("--- {} (exit {})\n{}", title, r.exit_code, r.out);
+  if (!r.err.empty()) fmt::print("{}", r.err);
+  if (!r.out.empty() && r.out.back() != '\n') fmt::print("\n");
+}
+
+// Prints where the control plane is and how healthy it is; true if everything answered.
+bool report(ControlPlane& cp, const UpArgs& args, std::chrono::milliseconds took) {
+  fmt::print("control plane ready in {:.1f} s\n", static_cast<double>(took.count()) / 1000);
+  fmt::print("server:     {}\n", cp.server());
+  fmt::print("kubeconfig: {}\n", cp.kubeconfig().string());
+  fmt::print("etcd:       {}\n", cp.etcd_endpoint());
+  fmt::print("work dir:   {}\n", cp.work_dir().string());
+  fmt::print("bin dir:    {}\n", cp.bin_dir().string());
+  for (const auto& spec : args.users) {
+    auto name = parse_user(spec).name;
+    fmt::print("user {}: {}\n", name, cp.kubeconfig_for(name).string());
+  }
+  auto [code, body] = cp.get("/readyz");
+  fmt::print("/readyz:    {} {}\n", code, body);
+  auto version = cp.kubectl({"version"});
+  print_command("kubectl version", version);
+  auto verbose = cp.kubectl({"get", "--raw=/readyz?verbose"});
+  print_command("kubectl get --raw=/readyz?verbose", verbose);
+  (void)std::fflush(stdout);
+  return code == 200 && body == "ok" && version.ok() && verbose.ok();
+}
+
+int run_up(const UpArgs& args) {
+  // Still single-threaded here.
+  if (args.keep) ::setenv("KSTACK_TESTENV_KEEP", "1", 1);  // NOLINT(concurrency-mt-unsafe)
+  ControlPlane::Options options;
+  options.controller_manager = args.controller_manager;
+  options.work_dir = args.dir;
+  options.bin_dir = args.bin_dir;
+  options.ready_timeout = std::chrono::seconds(args.timeout_seconds);
+  for (const auto& spec : args.users) options.users.push_back(parse_user(spec));
+
+  auto begin = std::chrono::steady_clock::now();
+  auto started = ControlPlane::start(options);
+  if (!started) {
+    std::cerr << "kstack-testenv: " << started.error() << "\n";
+    return 1;
+  }
+  auto& cp = **started;
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - begin);
+  // Block before reporting so that a Ctrl-C from now on is taken by sigwait() and leads to a
+  // clean stop (an earlier one kills us; the servers then die through PR_SET_PDEATHSIG).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  bool healthy = report(cp, args, took);
+  if (args.check) {
+    cp.stop();
+    fmt::print("{}\n", healthy ? "check: ok" : "check: FAILED");
+    return healthy ? 0 : 1;
+  }
+  fmt::print("export KUBECONFIG={}\nrunning; Ctrl-C (SIGINT) or SIGTERM stops everything\n",
+             cp.kubeconfig().string());
+  (void)std::fflush(stdout);
+  int sig = 0;
+  ::sigwait(&signals, &sig);
+  std::cerr << "kstack-testenv: signal " << sig << ", stopping\n";
+  cp.stop();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "kstack-testenv: the test control plane (etcd, kube-apiserver, "
+      "kube-controller-manager) of kstack's integration tests"};
+  app.require_subcommand(1);
+  UpArgs args;
+  auto* up = app.add_subcommand("up",
+                                "start a control plane, print where it is, and keep it "
+                                "running until SIGINT/SIGTERM");
+  up->add_flag("--controller-manager", args.controller_manager,
+               "also run kube-controller-manager (waits for the default ServiceAccount)");
+  up->add_flag("--check", args.check, "print health, stop everything and exit (0 if healthy)");
+  up->add_option("--dir", args.dir, "work directory (must be new or empty; default: mkdtemp)");
+  up->add_flag("--keep", args.keep, "keep the work directory afterwards (KSTACK_TESTENV_KEEP=1)");
+  up->add_option("--bin-dir", args.bin_dir,
+                 "binaries (default: ${KSTACK_TESTENV_DIR:-~/.cache/kstack-testenv}/bin)");
+  up->add_option("--user", args.users, "extra test user NAME[:GROUP,GROUP...] (repeatable)");
+  up->add_option("--timeout", args.timeout_seconds, "seconds to wait for readiness")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  return run_up(args);
+}
