@@ -1,0 +1,166 @@
+#include "informer/reflector.h"
+
+#include <random>
+
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+namespace kstack::informer {
+namespace json = boost::json;
+
+Reflector::Reflector(std::shared_ptr<kube::Client> client, ReflectorOptions options, Store& store,
+                     EventSink& sink)
+    : client_(std::move(client)), options_(std::move(options)), store_(store), sink_(sink) {}
+
+std::string Reflector::last_resource_version() const {
+  std::lock_guard lock(mu_);
+  return last_rv_;
+}
+
+ReflectorStats Reflector::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void Reflector::set_resource_version(std::string rv) {
+  std::lock_guard lock(mu_);
+  last_rv_ = std::move(rv);
+}
+
+ObjectPtr Reflector::ingest(json::value object) const {
+  if (auto* o = object.if_object(); o && options_.drop_managed_fields) {
+    if (auto* md = o->if_contains("metadata"); md && md->is_object()) {
+      md->as_object().erase("managedFields");
+    }
+  }
+  if (options_.transform) options_.transform(object);
+  return std::make_shared<const json::value>(std::move(object));
+}
+
+bool Reflector::list(const kube::CancelToken& cancel) {
+  kube::ListOptions lo;
+  lo.label_selector = options_.label_selector;
+  lo.field_selector = options_.field_selector;
+  lo.limit = options_.page_size;
+  auto result = client_->list_all(options_.type, options_.namespace_name, lo);
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.lists;
+    if (!result) ++stats_.errors;
+  }
+  if (!result) {
+    spdlog::warn("reflector {}: list failed: {}", options_.type.plural, result.error().to_string());
+    return false;
+  }
+  if (cancel.cancelled()) return false;
+  auto& list = result->as_object();
+  // A List's items carry no apiVersion/kind; fill them in so cached objects are complete.
+  const std::string api_version = options_.type.api_version();
+  std::vector<ObjectPtr> objects;
+  auto& items = list["items"].as_array();
+  objects.reserve(items.size());
+  for (auto& item : items) {
+    auto* o = item.if_object();
+    if (o == nullptr) continue;  // not an object: nothing a cache could key
+    if (!o->contains("apiVersion")) (*o)["apiVersion"] = api_version;
+    if (!o->contains("kind")) (*o)["kind"] = options_.type.kind;
+    objects.push_back(ingest(std::move(item)));
+  }
+  std::string rv;
+  if (const auto* v = list["metadata"].as_object().if_contains("resourceVersion"); v && v->is_string()) {
+    rv = std::string(v->get_string());
+  }
+  auto deltas = store_.replace(std::move(objects));
+  set_resource_version(std::move(rv));
+  store_.mark_synced();
+  for (const auto& d : deltas) {
+    switch (d.type) {
+      case ReplaceDelta::Type::kAdded: sink_.on_add(d.object); break;
+      case ReplaceDelta::Type::kUpdated: sink_.on_update(d.old_object, d.object); break;
+      case ReplaceDelta::Type::kDeleted: sink_.on_delete(d.old_object, true); break;
+    }
+  }
+  sink_.on_listed();
+  return true;
+}
+
+kube::Result<void> Reflector::watch(const kube::CancelToken& cancel) {
+  static thread_local std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<std::int64_t> timeout(options_.min_watch_timeout.count(),
+                                                       options_.max_watch_timeout.count());
+  kube::WatchOptions wo;
+  wo.label_selector = options_.label_selector;
+  wo.field_selector = options_.field_selector;
+  wo.resource_version = last_resource_version();
+  wo.allow_bookmarks = true;
+  wo.timeout_seconds = static_cast<int>(timeout(rng));
+  // Bookmarks arrive about once a minute; silence for well over the watch's own timeout
+  // means the connection is dead even if TCP has not noticed.
+  wo.idle_timeout = std::chrono::seconds(*wo.timeout_seconds + 60);
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.watches;
+  }
+  return client_->watch(
+      options_.type, options_.namespace_name, wo,
+      [&](kube::WatchEvent&& ev) {
+        std::string rv(resource_version(ev.object));
+        switch (ev.type) {
+          case kube::WatchEvent::Type::kBookmark:
+            break;
+          case kube::WatchEvent::Type::kAdded:
+          case kube::WatchEvent::Type::kModified: {
+            auto obj = ingest(std::move(ev.object));
+            auto prev = store_.upsert(obj);
+            if (prev) {
+              sink_.on_update(prev, obj);
+            } else {
+              sink_.on_add(obj);
+            }
+            break;
+          }
+          case kube::WatchEvent::Type::kDeleted: {
+            auto obj = ingest(std::move(ev.object));
+            store_.erase(object_key(*obj));
+            sink_.on_delete(obj, false);
+            break;
+          }
+        }
+        if (!rv.empty()) set_resource_version(std::move(rv));
+        return !cancel.cancelled();
+      },
+      cancel);
+}
+
+void Reflector::run(const kube::CancelToken& cancel) {
+  Backoff backoff(options_.backoff_initial, options_.backoff_max);
+  bool need_list = true;
+  while (!cancel.cancelled()) {
+    if (need_list) {
+      if (!list(cancel)) {
+        if (!sleep_for(backoff.next(), cancel)) return;
+        continue;
+      }
+      need_list = false;
+    }
+    auto r = watch(cancel);
+    if (cancel.cancelled()) return;
+    if (r) continue;  // the server ended the watch (timeout): resume from the last version
+    if (r.error().is(kube::ErrorKind::kGone)) {
+      // The version is compacted: only a fresh list can tell what changed meanwhile.
+      spdlog::info("reflector {}: {}; re-listing", options_.type.plural, r.error().to_string());
+      std::lock_guard lock(mu_);
+      ++stats_.relists_after_gone;
+      need_list = true;
+      continue;
+    }
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.errors;
+    }
+    spdlog::warn("reflector {}: watch failed: {}", options_.type.plural, r.error().to_string());
+    if (!sleep_for(backoff.next(), cancel)) return;
+  }
+}
+
+}  // namespace kstack::informer

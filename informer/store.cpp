@@ -1,0 +1,214 @@
+#include "informer/store.h"
+
+#include <mutex>
+
+#include <boost/json.hpp>
+
+namespace kstack::informer {
+namespace json = boost::json;
+
+namespace {
+
+const json::object* metadata(const json::value& object) {
+  const auto* o = object.if_object();
+  if (o == nullptr) return nullptr;
+  const auto* md = o->if_contains("metadata");
+  return md ? md->if_object() : nullptr;
+}
+
+std::string_view md_string(const json::value& object, std::string_view field) {
+  const auto* md = metadata(object);
+  if (md == nullptr) return {};
+  const auto* v = md->if_contains(field);
+  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view{};
+}
+
+}  // namespace
+
+std::string_view resource_version(const json::value& object) {
+  return md_string(object, "resourceVersion");
+}
+std::string_view object_namespace(const json::value& object) {
+  return md_string(object, "namespace");
+}
+std::string_view object_name(const json::value& object) { return md_string(object, "name"); }
+
+std::string object_key(std::string_view ns, std::string_view name) {
+  if (ns.empty()) return std::string(name);
+  std::string key;
+  key.reserve(ns.size() + 1 + name.size());
+  key.append(ns).append("/").append(name);
+  return key;
+}
+
+std::string object_key(const json::value& object) {
+  return object_key(object_namespace(object), object_name(object));
+}
+
+namespace indexes {
+
+IndexFunc by_namespace() {
+  return [](const json::value& o) -> std::vector<std::string> {
+    return {std::string(object_namespace(o))};
+  };
+}
+
+IndexFunc by_controller_uid() {
+  return [](const json::value& o) -> std::vector<std::string> {
+    const auto* md = metadata(o);
+    const auto* refs = md ? md->if_contains("ownerReferences") : nullptr;
+    if (refs == nullptr || !refs->is_array()) return {};
+    for (const auto& ref : refs->get_array()) {
+      const auto* r = ref.if_object();
+      if (r == nullptr) continue;
+      const auto* controller = r->if_contains("controller");
+      const auto* uid = r->if_contains("uid");
+      if (controller && controller->is_bool() && controller->get_bool() && uid && uid->is_string()) {
+        return {std::string(uid->get_string())};
+      }
+    }
+    return {};
+  };
+}
+
+IndexFunc by_label(std::string label_key) {
+  return [key = std::move(label_key)](const json::value& o) -> std::vector<std::string> {
+    const auto* md = metadata(o);
+    const auto* labels = md ? md->if_contains("labels") : nullptr;
+    if (labels == nullptr || !labels->is_object()) return {};
+    const auto* v = labels->get_object().if_contains(key);
+    if (v == nullptr || !v->is_string()) return {};
+    return {std::string(v->get_string())};
+  };
+}
+
+}  // namespace indexes
+
+void Store::add_index(std::string name, IndexFunc func) {
+  std::unique_lock lock(mu_);
+  auto& index = indexes_[name];
+  index.func = std::move(func);
+  index.values.clear();
+  for (const auto& [key, obj] : items_) {
+    for (auto& v : index.func(*obj)) index.values[std::move(v)].insert(key);
+  }
+}
+
+void Store::index_locked(const std::string& key, const json::value& object) {
+  for (auto& [name, index] : indexes_) {
+    for (auto& v : index.func(object)) index.values[std::move(v)].insert(key);
+  }
+}
+
+void Store::unindex_locked(const std::string& key, const json::value& object) {
+  for (auto& [name, index] : indexes_) {
+    for (const auto& v : index.func(object)) {
+      auto it = index.values.find(v);
+      if (it == index.values.end()) continue;
+      it->second.erase(key);
+      if (it->second.empty()) index.values.erase(it);
+    }
+  }
+}
+
+ObjectPtr Store::upsert(ObjectPtr object) {
+  std::string key = object_key(*object);
+  std::unique_lock lock(mu_);
+  auto [it, inserted] = items_.try_emplace(key, object);
+  ObjectPtr previous;
+  if (!inserted) {
+    previous = std::move(it->second);
+    unindex_locked(key, *previous);
+    it->second = object;
+  }
+  index_locked(key, *object);
+  return previous;
+}
+
+ObjectPtr Store::erase(const std::string& key) {
+  std::unique_lock lock(mu_);
+  auto it = items_.find(key);
+  if (it == items_.end()) return nullptr;
+  ObjectPtr removed = std::move(it->second);
+  items_.erase(it);
+  unindex_locked(key, *removed);
+  return removed;
+}
+
+std::vector<ReplaceDelta> Store::replace(std::vector<ObjectPtr> objects) {
+  std::vector<ReplaceDelta> deltas;
+  std::unique_lock lock(mu_);
+  std::unordered_map<std::string, ObjectPtr> fresh;
+  fresh.reserve(objects.size());
+  for (auto& obj : objects) {
+    std::string key = object_key(*obj);
+    auto it = items_.find(key);
+    if (it == items_.end()) {
+      deltas.push_back({ReplaceDelta::Type::kAdded, nullptr, obj});
+    } else if (resource_version(*it->second) != resource_version(*obj)) {
+      deltas.push_back({ReplaceDelta::Type::kUpdated, it->second, obj});
+    } else {
+      obj = it->second;  // unchanged: keep the snapshot readers may already hold
+    }
+    fresh.emplace(std::move(key), std::move(obj));
+  }
+  for (auto& [key, obj] : items_) {
+    if (!fresh.contains(key)) deltas.push_back({ReplaceDelta::Type::kDeleted, obj, nullptr});
+  }
+  items_ = std::move(fresh);
+  for (auto& [name, index] : indexes_) index.values.clear();
+  for (const auto& [key, obj] : items_) index_locked(key, *obj);
+  return deltas;
+}
+
+ObjectPtr Store::get(const std::string& key) const {
+  std::shared_lock lock(mu_);
+  auto it = items_.find(key);
+  return it == items_.end() ? nullptr : it->second;
+}
+
+std::vector<ObjectPtr> Store::list() const {
+  std::shared_lock lock(mu_);
+  std::vector<ObjectPtr> out;
+  out.reserve(items_.size());
+  for (const auto& [key, obj] : items_) out.push_back(obj);
+  return out;
+}
+
+std::vector<std::string> Store::keys() const {
+  std::shared_lock lock(mu_);
+  std::vector<std::string> out;
+  out.reserve(items_.size());
+  for (const auto& [key, obj] : items_) out.push_back(key);
+  return out;
+}
+
+std::vector<ObjectPtr> Store::by_index(std::string_view index, std::string_view value) const {
+  std::shared_lock lock(mu_);
+  std::vector<ObjectPtr> out;
+  auto idx = indexes_.find(index);
+  if (idx == indexes_.end()) return out;
+  auto it = idx->second.values.find(std::string(value));
+  if (it == idx->second.values.end()) return out;
+  for (const auto& key : it->second) {
+    if (auto obj = items_.find(key); obj != items_.end()) out.push_back(obj->second);
+  }
+  return out;
+}
+
+std::size_t Store::size() const {
+  std::shared_lock lock(mu_);
+  return items_.size();
+}
+
+bool Store::has_synced() const {
+  std::shared_lock lock(mu_);
+  return synced_;
+}
+
+void Store::mark_synced() {
+  std::unique_lock lock(mu_);
+  synced_ = true;
+}
+
+}  // namespace kstack::informer
