@@ -3,7 +3,6 @@
 // boost::json::parse per line (the fastest possible use of the same parser). The ratio
 // decoder/reference is the cost of incremental decoding; figures print side by side.
 #include <benchmark/benchmark.h>
-
 #include <boost/json.hpp>
 #include <fmt/format.h>
 

@@ -24,9 +24,8 @@ std::chrono::milliseconds Backoff::next(std::chrono::steady_clock::time_point no
   std::uniform_real_distribution<double> dist(1.0, 1.0 + jitter_);
   const auto jittered = std::chrono::milliseconds(
       static_cast<std::int64_t>(static_cast<double>(current_.count()) * dist(rng_)));
-  return std::min(jittered, std::chrono::milliseconds(
-                                static_cast<std::int64_t>(static_cast<double>(max_.count()) *
-                                                          (1.0 + jitter_))));
+  return std::min(jittered, std::chrono::milliseconds(static_cast<std::int64_t>(
+                                static_cast<double>(max_.count()) * (1.0 + jitter_))));
 }
 
 void Backoff::reset() { current_ = std::chrono::milliseconds(0); }

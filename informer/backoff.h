@@ -24,8 +24,8 @@ class Backoff {
 
   // The next delay to wait after a failure at `now`. A failure after a quiet period longer
   // than reset_after starts again from `initial`.
-  std::chrono::milliseconds next(std::chrono::steady_clock::time_point now =
-                                     std::chrono::steady_clock::now());
+  std::chrono::milliseconds next(
+      std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
   void reset();
 
  private:

@@ -66,8 +66,8 @@ void Informer::resync_loop() {
   std::uniform_real_distribution<double> jitter(1.0 - options_.resync_jitter,
                                                 1.0 + options_.resync_jitter);
   for (;;) {
-    const auto period = std::chrono::duration_cast<std::chrono::milliseconds>(
-        options_.resync_period * jitter(rng));
+    const auto period =
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.resync_period * jitter(rng));
     {
       std::unique_lock lock(mu_);
       if (cv_.wait_for(lock, period, [this] { return stopping_; })) return;

@@ -1,7 +1,5 @@
 #include "informer/leader_election.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -10,6 +8,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "informer/backoff.h"
 
@@ -46,7 +45,8 @@ std::int64_t spec_int(const json::value& lease, std::string_view field) {
 
 std::string default_identity() {
   std::string base;
-  if (const char* pod = std::getenv("POD_NAME"); pod != nullptr && *pod != '\0') {  // NOLINT(concurrency-mt-unsafe): read once at start-up
+  if (const char* pod = std::getenv("POD_NAME");
+      pod != nullptr && *pod != '\0') {  // NOLINT(concurrency-mt-unsafe): read once at start-up
     base = pod;
   } else {
     char host[256] = {};
@@ -182,8 +182,8 @@ void LeaderElector::wait_for_change(std::chrono::milliseconds max_wait,
   wo.field_selector = "metadata.name=" + options_.lease_name;
   wo.resource_version = rv;
   wo.allow_bookmarks = false;
-  wo.timeout_seconds = std::max(1, static_cast<int>(std::ceil(
-                                       std::chrono::duration<double>(max_wait).count())));
+  wo.timeout_seconds =
+      std::max(1, static_cast<int>(std::ceil(std::chrono::duration<double>(max_wait).count())));
   auto r = client_->watch(
       kube::resources::kLeases, options_.lease_namespace, wo,
       [&](kube::WatchEvent&& ev) {

@@ -67,7 +67,8 @@ bool Reflector::list(const kube::CancelToken& cancel) {
     objects.push_back(ingest(std::move(item)));
   }
   std::string rv;
-  if (const auto* v = list["metadata"].as_object().if_contains("resourceVersion"); v && v->is_string()) {
+  if (const auto* v = list["metadata"].as_object().if_contains("resourceVersion");
+      v && v->is_string()) {
     rv = std::string(v->get_string());
   }
   auto deltas = store_.replace(std::move(objects));
@@ -75,9 +76,15 @@ bool Reflector::list(const kube::CancelToken& cancel) {
   store_.mark_synced();
   for (const auto& d : deltas) {
     switch (d.type) {
-      case ReplaceDelta::Type::kAdded: sink_.on_add(d.object); break;
-      case ReplaceDelta::Type::kUpdated: sink_.on_update(d.old_object, d.object); break;
-      case ReplaceDelta::Type::kDeleted: sink_.on_delete(d.old_object, true); break;
+      case ReplaceDelta::Type::kAdded:
+        sink_.on_add(d.object);
+        break;
+      case ReplaceDelta::Type::kUpdated:
+        sink_.on_update(d.old_object, d.object);
+        break;
+      case ReplaceDelta::Type::kDeleted:
+        sink_.on_delete(d.old_object, true);
+        break;
     }
   }
   sink_.on_listed();
@@ -87,7 +94,7 @@ bool Reflector::list(const kube::CancelToken& cancel) {
 kube::Result<void> Reflector::watch(const kube::CancelToken& cancel) {
   static thread_local std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<std::int64_t> timeout(options_.min_watch_timeout.count(),
-                                                       options_.max_watch_timeout.count());
+                                                      options_.max_watch_timeout.count());
   kube::WatchOptions wo;
   wo.label_selector = options_.label_selector;
   wo.field_selector = options_.field_selector;

@@ -63,7 +63,8 @@ IndexFunc by_controller_uid() {
       if (r == nullptr) continue;
       const auto* controller = r->if_contains("controller");
       const auto* uid = r->if_contains("uid");
-      if (controller && controller->is_bool() && controller->get_bool() && uid && uid->is_string()) {
+      if (controller && controller->is_bool() && controller->get_bool() && uid &&
+          uid->is_string()) {
         return {std::string(uid->get_string())};
       }
     }

@@ -35,7 +35,7 @@ namespace indexes {
 inline constexpr std::string_view kNamespace = "namespace";
 inline constexpr std::string_view kControllerUid = "controller-uid";
 IndexFunc by_namespace();
-IndexFunc by_controller_uid();  // metadata.ownerReferences[controller=true].uid
+IndexFunc by_controller_uid();              // metadata.ownerReferences[controller=true].uid
 IndexFunc by_label(std::string label_key);  // the label's value, if present
 }  // namespace indexes
 

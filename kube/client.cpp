@@ -48,10 +48,14 @@ bool is_success(int status) { return status >= 200 && status < 300; }
 
 std::string_view content_type(PatchType type) {
   switch (type) {
-    case PatchType::kJson: return "application/json-patch+json";
-    case PatchType::kMerge: return "application/merge-patch+json";
-    case PatchType::kStrategicMerge: return "application/strategic-merge-patch+json";
-    case PatchType::kApply: return "application/apply-patch+yaml";
+    case PatchType::kJson:
+      return "application/json-patch+json";
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kStrategicMerge:
+      return "application/strategic-merge-patch+json";
+    case PatchType::kApply:
+      return "application/apply-patch+yaml";
   }
   return "application/json";
 }
@@ -70,16 +74,16 @@ std::map<RequestMetrics::Key, std::uint64_t> RequestMetrics::snapshot() const {
 Result<std::shared_ptr<Client>> Client::create(Config config) {
   auto url = boost::urls::parse_uri(config.server);
   if (!url) {
-    return make_error(ErrorKind::kConfig, fmt::format("server \"{}\" ({}): not a URL: {}",
-                                                      config.server, config.source,
-                                                      url.error().message()));
+    return make_error(ErrorKind::kConfig,
+                      fmt::format("server \"{}\" ({}): not a URL: {}", config.server, config.source,
+                                  url.error().message()));
   }
   TransportOptions opts;
   opts.scheme = std::string(url->scheme());
   if (opts.scheme != "https" && opts.scheme != "http") {
     return make_error(ErrorKind::kConfig,
-                      fmt::format("server \"{}\" ({}): scheme must be https or http",
-                                  config.server, config.source));
+                      fmt::format("server \"{}\" ({}): scheme must be https or http", config.server,
+                                  config.source));
   }
   if (url->host_type() == boost::urls::host_type::ipv6) {
     opts.host = url->host_ipv6_address().to_string();

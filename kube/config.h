@@ -31,8 +31,8 @@ using Clock = std::function<std::chrono::steady_clock::time_point()>;
 
 // How often a token file is re-read (client-go re-reads at most once a minute).
 inline constexpr std::chrono::seconds kTokenFileRereadPeriod{60};
-inline constexpr double kDefaultQps = 50;   // kstack's default (client-go: 5)
-inline constexpr int kDefaultBurst = 100;   // kstack's default (client-go: 10)
+inline constexpr double kDefaultQps = 50;  // kstack's default (client-go: 5)
+inline constexpr int kDefaultBurst = 100;  // kstack's default (client-go: 10)
 
 std::shared_ptr<CredentialSource> static_token(std::string token);
 // Re-reads `path` when the last read is older than `period` (and after invalidate()).
@@ -58,13 +58,13 @@ struct Config {
   std::string ca_pem;  // certificate-authority(-data); empty = system trust store
   bool insecure_skip_tls_verify = false;
   std::string tls_server_name;
-  std::string client_cert_pem;  // client-certificate(-data)
-  std::string client_key_pem;   // client-key(-data)
+  std::string client_cert_pem;                    // client-certificate(-data)
+  std::string client_key_pem;                     // client-key(-data)
   std::shared_ptr<CredentialSource> credentials;  // null = no bearer token
   std::string username, password;                 // basic auth, rarely used
-  std::string namespace_name = "default";        // context namespace or in-cluster namespace
-  std::string context_name;                      // empty for in-cluster
-  std::string source;                            // where it came from, for messages
+  std::string namespace_name = "default";         // context namespace or in-cluster namespace
+  std::string context_name;                       // empty for in-cluster
+  std::string source;                             // where it came from, for messages
   double qps = kDefaultQps;
   int burst = kDefaultBurst;
   // Per-request deadline (kubectl's --request-timeout); unset = the transport's default.

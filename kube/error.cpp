@@ -26,21 +26,36 @@ ErrorKind kind_from_status(int http_status, std::string_view reason) {
   if (reason == "UnsupportedMediaType") return ErrorKind::kUnsupportedMedia;
   if (reason == "ServiceUnavailable") return ErrorKind::kServiceUnavailable;
   switch (http_status) {
-    case 400: return ErrorKind::kBadRequest;
-    case 401: return ErrorKind::kUnauthorized;
-    case 403: return ErrorKind::kForbidden;
-    case 404: return ErrorKind::kNotFound;
-    case 405: return ErrorKind::kMethodNotAllowed;
-    case 409: return ErrorKind::kConflict;
-    case 410: return ErrorKind::kGone;
-    case 413: return ErrorKind::kPayloadTooLarge;
-    case 415: return ErrorKind::kUnsupportedMedia;
-    case 422: return ErrorKind::kInvalid;
-    case 429: return ErrorKind::kTooManyRequests;
-    case 500: return ErrorKind::kInternal;
-    case 503: return ErrorKind::kServiceUnavailable;
-    case 504: return ErrorKind::kServerTimeout;
-    default: return ErrorKind::kUnexpectedStatus;
+    case 400:
+      return ErrorKind::kBadRequest;
+    case 401:
+      return ErrorKind::kUnauthorized;
+    case 403:
+      return ErrorKind::kForbidden;
+    case 404:
+      return ErrorKind::kNotFound;
+    case 405:
+      return ErrorKind::kMethodNotAllowed;
+    case 409:
+      return ErrorKind::kConflict;
+    case 410:
+      return ErrorKind::kGone;
+    case 413:
+      return ErrorKind::kPayloadTooLarge;
+    case 415:
+      return ErrorKind::kUnsupportedMedia;
+    case 422:
+      return ErrorKind::kInvalid;
+    case 429:
+      return ErrorKind::kTooManyRequests;
+    case 500:
+      return ErrorKind::kInternal;
+    case 503:
+      return ErrorKind::kServiceUnavailable;
+    case 504:
+      return ErrorKind::kServerTimeout;
+    default:
+      return ErrorKind::kUnexpectedStatus;
   }
 }
 
@@ -55,30 +70,54 @@ std::string string_field(const boost::json::object& o, std::string_view key) {
 
 std::string_view to_string(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kBadRequest: return "BadRequest";
-    case ErrorKind::kUnauthorized: return "Unauthorized";
-    case ErrorKind::kForbidden: return "Forbidden";
-    case ErrorKind::kNotFound: return "NotFound";
-    case ErrorKind::kMethodNotAllowed: return "MethodNotAllowed";
-    case ErrorKind::kAlreadyExists: return "AlreadyExists";
-    case ErrorKind::kConflict: return "Conflict";
-    case ErrorKind::kGone: return "Gone";
-    case ErrorKind::kPayloadTooLarge: return "PayloadTooLarge";
-    case ErrorKind::kUnsupportedMedia: return "UnsupportedMediaType";
-    case ErrorKind::kInvalid: return "Invalid";
-    case ErrorKind::kTooManyRequests: return "TooManyRequests";
-    case ErrorKind::kInternal: return "InternalError";
-    case ErrorKind::kServiceUnavailable: return "ServiceUnavailable";
-    case ErrorKind::kServerTimeout: return "ServerTimeout";
-    case ErrorKind::kUnexpectedStatus: return "UnexpectedStatus";
-    case ErrorKind::kTimeout: return "Timeout";
-    case ErrorKind::kTransport: return "TransportError";
-    case ErrorKind::kTls: return "TLSError";
-    case ErrorKind::kResponseTooLarge: return "ResponseTooLarge";
-    case ErrorKind::kDecode: return "DecodeError";
-    case ErrorKind::kCancelled: return "Cancelled";
-    case ErrorKind::kConfig: return "ConfigError";
-    case ErrorKind::kInvalidArgument: return "InvalidArgument";
+    case ErrorKind::kBadRequest:
+      return "BadRequest";
+    case ErrorKind::kUnauthorized:
+      return "Unauthorized";
+    case ErrorKind::kForbidden:
+      return "Forbidden";
+    case ErrorKind::kNotFound:
+      return "NotFound";
+    case ErrorKind::kMethodNotAllowed:
+      return "MethodNotAllowed";
+    case ErrorKind::kAlreadyExists:
+      return "AlreadyExists";
+    case ErrorKind::kConflict:
+      return "Conflict";
+    case ErrorKind::kGone:
+      return "Gone";
+    case ErrorKind::kPayloadTooLarge:
+      return "PayloadTooLarge";
+    case ErrorKind::kUnsupportedMedia:
+      return "UnsupportedMediaType";
+    case ErrorKind::kInvalid:
+      return "Invalid";
+    case ErrorKind::kTooManyRequests:
+      return "TooManyRequests";
+    case ErrorKind::kInternal:
+      return "InternalError";
+    case ErrorKind::kServiceUnavailable:
+      return "ServiceUnavailable";
+    case ErrorKind::kServerTimeout:
+      return "ServerTimeout";
+    case ErrorKind::kUnexpectedStatus:
+      return "UnexpectedStatus";
+    case ErrorKind::kTimeout:
+      return "Timeout";
+    case ErrorKind::kTransport:
+      return "TransportError";
+    case ErrorKind::kTls:
+      return "TLSError";
+    case ErrorKind::kResponseTooLarge:
+      return "ResponseTooLarge";
+    case ErrorKind::kDecode:
+      return "DecodeError";
+    case ErrorKind::kCancelled:
+      return "Cancelled";
+    case ErrorKind::kConfig:
+      return "ConfigError";
+    case ErrorKind::kInvalidArgument:
+      return "InvalidArgument";
   }
   return "Unknown";
 }
@@ -143,8 +182,8 @@ Error error_from_response(int http_status, std::string_view body,
                                        string_field(c.get_object(), "field")});
       }
     }
-    if (const auto* ras = d.if_contains("retryAfterSeconds"); ras && ras->is_int64() &&
-        !e.retry_after) {
+    if (const auto* ras = d.if_contains("retryAfterSeconds");
+        ras && ras->is_int64() && !e.retry_after) {
       e.retry_after = std::chrono::seconds(ras->get_int64());
     }
   }

@@ -14,22 +14,22 @@ namespace kstack::kube {
 
 enum class ErrorKind {
   // From the API server (HTTP status + Status.reason).
-  kBadRequest,        // 400 BadRequest
-  kUnauthorized,      // 401
-  kForbidden,         // 403
-  kNotFound,          // 404
-  kMethodNotAllowed,  // 405
-  kAlreadyExists,     // 409 AlreadyExists
-  kConflict,          // 409 Conflict (stale resourceVersion)
-  kGone,              // 410 Gone / Expired (resourceVersion too old)
-  kPayloadTooLarge,   // 413
-  kUnsupportedMedia,  // 415
-  kInvalid,           // 422 Invalid, with field causes
-  kTooManyRequests,   // 429, with Retry-After
-  kInternal,          // 500
-  kServiceUnavailable,// 503
-  kServerTimeout,     // 504 / Status reason Timeout
-  kUnexpectedStatus,  // any other HTTP status
+  kBadRequest,          // 400 BadRequest
+  kUnauthorized,        // 401
+  kForbidden,           // 403
+  kNotFound,            // 404
+  kMethodNotAllowed,    // 405
+  kAlreadyExists,       // 409 AlreadyExists
+  kConflict,            // 409 Conflict (stale resourceVersion)
+  kGone,                // 410 Gone / Expired (resourceVersion too old)
+  kPayloadTooLarge,     // 413
+  kUnsupportedMedia,    // 415
+  kInvalid,             // 422 Invalid, with field causes
+  kTooManyRequests,     // 429, with Retry-After
+  kInternal,            // 500
+  kServiceUnavailable,  // 503
+  kServerTimeout,       // 504 / Status reason Timeout
+  kUnexpectedStatus,    // any other HTTP status
   // From this side of the wire.
   kTimeout,           // a client-side deadline passed (connect, read, whole request)
   kTransport,         // connection refused, reset, DNS, short read
@@ -45,16 +45,16 @@ std::string_view to_string(ErrorKind kind);
 
 // One entry of Status.details.causes (field-level reasons for Invalid).
 struct StatusCause {
-  std::string reason;   // e.g. FieldValueRequired
+  std::string reason;  // e.g. FieldValueRequired
   std::string message;
-  std::string field;    // e.g. metadata.name
+  std::string field;  // e.g. metadata.name
 };
 
 struct Error {
   ErrorKind kind = ErrorKind::kUnexpectedStatus;
-  int http_status = 0;          // 0 when no HTTP response was received
-  std::string reason;           // Status.reason as sent by the server (empty otherwise)
-  std::string message;          // human-readable, names what failed and where
+  int http_status = 0;  // 0 when no HTTP response was received
+  std::string reason;   // Status.reason as sent by the server (empty otherwise)
+  std::string message;  // human-readable, names what failed and where
   std::vector<StatusCause> causes;
   std::optional<std::chrono::seconds> retry_after;  // 429 / 503 Retry-After
 

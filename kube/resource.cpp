@@ -20,9 +20,8 @@ const ResourceType kNodes{"", "v1", "nodes", "Node", false};
 const ResourceType kStatefulSets{"apps", "v1", "statefulsets", "StatefulSet", true};
 const ResourceType kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 const ResourceType kEvents{"events.k8s.io", "v1", "events", "Event", true};
-const ResourceType kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",
-                                              "customresourcedefinitions",
-                                              "CustomResourceDefinition", false};
+const ResourceType kCustomResourceDefinitions{
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false};
 }  // namespace resources
 
 std::string ResourceType::api_version() const {
@@ -77,7 +76,8 @@ std::string Query::str() const {
 }
 
 Result<void> check_path_segment(std::string_view what, std::string_view value) {
-  if (value.empty()) return make_error(ErrorKind::kInvalidArgument, fmt::format("{} is empty", what));
+  if (value.empty())
+    return make_error(ErrorKind::kInvalidArgument, fmt::format("{} is empty", what));
   if (value == "." || value == ".." || value.find_first_of("/%?#") != std::string_view::npos) {
     return make_error(ErrorKind::kInvalidArgument,
                       fmt::format("{} \"{}\" may not contain '/', '%', '?', '#' or be \".\"/\"..\"",

@@ -42,8 +42,8 @@ extern const ResourceType kCustomResourceDefinitions;
 
 // /api/v1/namespaces/ns/configmaps/name/status ; namespace ignored for cluster-scoped types,
 // and an empty namespace on a namespaced type means "all namespaces" (list/watch only).
-std::string resource_path(const ResourceType& type, std::string_view ns,
-                          std::string_view name = {}, std::string_view subresource = {});
+std::string resource_path(const ResourceType& type, std::string_view ns, std::string_view name = {},
+                          std::string_view subresource = {});
 
 // Builds "?a=b&c=d" with percent-encoding; empty values are skipped; empty when no params.
 class Query {

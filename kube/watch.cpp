@@ -9,10 +9,14 @@ namespace kstack::kube {
 
 std::string_view to_string(WatchEvent::Type type) {
   switch (type) {
-    case WatchEvent::Type::kAdded: return "ADDED";
-    case WatchEvent::Type::kModified: return "MODIFIED";
-    case WatchEvent::Type::kDeleted: return "DELETED";
-    case WatchEvent::Type::kBookmark: return "BOOKMARK";
+    case WatchEvent::Type::kAdded:
+      return "ADDED";
+    case WatchEvent::Type::kModified:
+      return "MODIFIED";
+    case WatchEvent::Type::kDeleted:
+      return "DELETED";
+    case WatchEvent::Type::kBookmark:
+      return "BOOKMARK";
   }
   return "UNKNOWN";
 }
@@ -83,7 +87,8 @@ Result<WatchEvent> to_watch_event(boost::json::value line) {
     e.message = "watch: " + e.message;
     return tl::unexpected(std::move(e));
   } else {
-    return make_error(ErrorKind::kDecode, fmt::format("watch stream: unknown event type \"{}\"", t));
+    return make_error(ErrorKind::kDecode,
+                      fmt::format("watch stream: unknown event type \"{}\"", t));
   }
   ev.object = std::move(*object);
   return ev;

@@ -1,5 +1,10 @@
 #include "tests/testenv/tcp_proxy.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -7,11 +12,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <stdexcept>
-#include <system_error>
 
 namespace kstack::testenv {
 namespace {
@@ -36,7 +36,8 @@ TcpProxy::TcpProxy(std::uint16_t target_port) : target_port_(target_port) {
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   auto addr = loopback(0);
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) fail("tcp proxy: bind");
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    fail("tcp proxy: bind");
   if (::listen(listen_fd_, 64) != 0) fail("tcp proxy: listen");
   socklen_t len = sizeof addr;
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);

@@ -2,13 +2,13 @@
 // an apiserver killed mid-stream, re-list after compaction, and resync without API requests.
 #include "informer/informer.h"
 
-#include <gtest/gtest.h>
-
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <random>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/integration/kube/client_fixture.h"
 #include "tests/testenv/tcp_proxy.h"
@@ -47,7 +47,8 @@ class Recorder {
   }
 
   // Waits until the handlers' view equals `expected` (key -> resourceVersion).
-  bool wait_equal(const std::map<std::string, std::string>& expected, std::chrono::seconds timeout) {
+  bool wait_equal(const std::map<std::string, std::string>& expected,
+                  std::chrono::seconds timeout) {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, timeout, [&] { return state_ == expected; });
   }
@@ -94,9 +95,9 @@ class Recorder {
 
 const kube::ResourceType kCoreEvents{"", "v1", "events", "Event", true};
 
-std::map<std::string, std::string> fresh_list(kube::Client& c, const std::string& ns,
-                                              const kube::ResourceType& type =
-                                                  kube::resources::kConfigMaps) {
+std::map<std::string, std::string> fresh_list(
+    kube::Client& c, const std::string& ns,
+    const kube::ResourceType& type = kube::resources::kConfigMaps) {
   auto list = c.list_all(type, ns);
   EXPECT_TRUE(list) << list.error().to_string();
   std::map<std::string, std::string> out;
@@ -160,8 +161,8 @@ TEST(Informer, CacheConvergesToAFreshListUnderConcurrentChurn) {
   for (auto& t : threads) t.join();
 
   const auto expected = fresh_list(*c, ns);
-  ASSERT_TRUE(rec.wait_equal(expected, 60s)) << "handlers saw " << rec.state().size()
-                                             << " objects, list has " << expected.size();
+  ASSERT_TRUE(rec.wait_equal(expected, 60s))
+      << "handlers saw " << rec.state().size() << " objects, list has " << expected.size();
   EXPECT_EQ(store_view(inf.store()), expected);
   for (const auto& [key, n] : rec.adds()) EXPECT_EQ(n, 1) << key;
 }
@@ -201,9 +202,13 @@ TEST(Informer, RecoversAfterTheApiserverIsKilledWithoutDuplicateAdds) {
 }
 
 json::value core_event(const std::string& ns, const std::string& name) {
-  return {{"apiVersion", "v1"}, {"kind", "Event"}, {"metadata", {{"name", name}}},
+  return {{"apiVersion", "v1"},
+          {"kind", "Event"},
+          {"metadata", {{"name", name}}},
           {"involvedObject", {{"kind", "ConfigMap"}, {"name", "x"}, {"namespace", ns}}},
-          {"reason", "Test"}, {"message", "informer test"}, {"type", "Normal"}};
+          {"reason", "Test"},
+          {"message", "informer test"},
+          {"type", "Normal"}};
 }
 
 TEST(Informer, RelistsAfterCompactionAndEmitsDeletesForObjectsRemovedMeanwhile) {

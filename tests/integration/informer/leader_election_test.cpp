@@ -1,11 +1,11 @@
 // Leader election against a real kube-apiserver: two electors on one Lease.
 #include "informer/leader_election.h"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <condition_variable>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/integration/kube/client_fixture.h"
 
@@ -133,7 +133,8 @@ TEST(LeaderElection, GracefulReleaseHandsOverInUnderASecond) {
 
   auto lease = c->get(kube::resources::kLeases, ns, "kstack-test-lock");
   ASSERT_TRUE(lease);
-  EXPECT_EQ(kube::testing::str_at(*lease, "/spec/holderIdentity"), second == &a ? "pod-a" : "pod-b");
+  EXPECT_EQ(kube::testing::str_at(*lease, "/spec/holderIdentity"),
+            second == &a ? "pod-a" : "pod-b");
   EXPECT_EQ(lease->at_pointer("/spec/leaseTransitions").as_int64(), 1);
 }
 

@@ -2,12 +2,11 @@
 // namespace per test.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <memory>
 #include <string>
 
 #include <boost/json.hpp>
+#include <gtest/gtest.h>
 
 #include "kube/client.h"
 #include "tests/testenv/environment.h"
@@ -37,11 +36,12 @@ inline std::shared_ptr<Client> admin() { return client_for(testenv::kAdminUser);
 inline std::string make_namespace(Client& client) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = std::string("t-") + info->name();
-  for (auto& ch : name) ch = static_cast<char>(std::isalnum(static_cast<unsigned char>(ch)) ? std::tolower(ch) : '-');
+  for (auto& ch : name)
+    ch = static_cast<char>(std::isalnum(static_cast<unsigned char>(ch)) ? std::tolower(ch) : '-');
   if (name.size() > 60) name.resize(60);
   while (name.back() == '-') name.pop_back();
-  boost::json::value ns = {{"apiVersion", "v1"}, {"kind", "Namespace"},
-                           {"metadata", {{"name", name}}}};
+  boost::json::value ns = {
+      {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}};
   auto r = client.create(resources::kNamespaces, "", ns);
   if (!r && !r.error().is(ErrorKind::kAlreadyExists)) {
     ADD_FAILURE() << "create namespace " << name << ": " << r.error().to_string();
@@ -49,12 +49,13 @@ inline std::string make_namespace(Client& client) {
   return name;
 }
 
-inline boost::json::value config_map(std::string_view name,
-                                     boost::json::object data = {{"k", "v"}},
+inline boost::json::value config_map(std::string_view name, boost::json::object data = {{"k", "v"}},
                                      boost::json::object labels = {}) {
   boost::json::object md{{"name", name}};
   if (!labels.empty()) md["labels"] = std::move(labels);
-  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", std::move(md)},
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", std::move(md)},
           {"data", std::move(data)}};
 }
 

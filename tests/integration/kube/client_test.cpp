@@ -1,9 +1,9 @@
 // The REST client against a real kube-apiserver: every verb, typed errors, pagination,
 // authentication and authorization failures, custom resources and discovery.
-#include <gtest/gtest.h>
-
 #include <set>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/integration/kube/client_fixture.h"
 
@@ -71,12 +71,14 @@ TEST(Client, ConfigMapCreateGetListUpdateDelete) {
   auto updated = c->update(resources::kConfigMaps, ns, changed);
   ASSERT_TRUE(updated) << updated.error().to_string();
   EXPECT_EQ(str_at(*updated, "/data/k"), "v2");
-  EXPECT_NE(str_at(*updated, "/metadata/resourceVersion"), str_at(*got, "/metadata/resourceVersion"));
+  EXPECT_NE(str_at(*updated, "/metadata/resourceVersion"),
+            str_at(*got, "/metadata/resourceVersion"));
 
   auto list = c->list(resources::kConfigMaps, ns);
   ASSERT_TRUE(list) << list.error().to_string();
   std::set<std::string> names;
-  for (const auto& item : list->at("items").as_array()) names.insert(str_at(item, "/metadata/name"));
+  for (const auto& item : list->at("items").as_array())
+    names.insert(str_at(item, "/metadata/name"));
   EXPECT_TRUE(names.count("a"));
 
   auto removed = c->remove(resources::kConfigMaps, ns, "a");
@@ -190,7 +192,8 @@ TEST(Client, PaginationWithLimitTwoReturnsAllFiveExactlyOnce) {
     ASSERT_TRUE(page) << page.error().to_string();
     ++pages;
     EXPECT_LE(page->at("items").as_array().size(), 2u);
-    for (const auto& item : page->at("items").as_array()) seen.insert(str_at(item, "/metadata/name"));
+    for (const auto& item : page->at("items").as_array())
+      seen.insert(str_at(item, "/metadata/name"));
     o.continue_token = str_at(*page, "/metadata/continue");
     if (o.continue_token.empty()) break;
   }
@@ -283,8 +286,8 @@ TEST(Client, CustomResourceVerbsStatusSubresourceAndDiscovery) {
   auto sp = c->patch(*rt, ns, "w1", PatchType::kStrategicMerge, R"({"spec":{"a":1}})");
   ASSERT_FALSE(sp);  // custom resources have no strategic merge
   EXPECT_EQ(sp.error().kind, ErrorKind::kUnsupportedMedia) << sp.error().to_string();
-  auto sts = c->patch(*rt, ns, "w1", PatchType::kMerge, R"({"status":{"phase":"Done"}})", {},
-                      "status");
+  auto sts =
+      c->patch(*rt, ns, "w1", PatchType::kMerge, R"({"status":{"phase":"Done"}})", {}, "status");
   ASSERT_TRUE(sts) << sts.error().to_string();
   EXPECT_EQ(str_at(*sts, "/status/phase"), "Done");
 

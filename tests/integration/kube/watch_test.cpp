@@ -1,9 +1,9 @@
 // Watch against a real kube-apiserver: ordering, resumption from a resourceVersion, expiry
 // after etcd compaction, bookmarks and cancellation.
-#include <gtest/gtest.h>
-
 #include <future>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/integration/kube/client_fixture.h"
 
@@ -54,15 +54,18 @@ TEST(Watch, SeesAddedModifiedDeletedInOrder) {
 
   auto created = c->create(resources::kConfigMaps, ns, config_map("w"));
   ASSERT_TRUE(created);
-  auto patched = c->patch(resources::kConfigMaps, ns, "w", PatchType::kMerge, R"({"data":{"k":"2"}})");
+  auto patched =
+      c->patch(resources::kConfigMaps, ns, "w", PatchType::kMerge, R"({"data":{"k":"2"}})");
   ASSERT_TRUE(patched);
   auto deleted = c->remove(resources::kConfigMaps, ns, "w");
   ASSERT_TRUE(deleted);
 
   const auto seen = collect(*c, ns, rv0, 3);
   ASSERT_EQ(seen.size(), 3u);
-  EXPECT_EQ(seen[0], (Seen{WatchEvent::Type::kAdded, "w", str_at(*created, "/metadata/resourceVersion")}));
-  EXPECT_EQ(seen[1], (Seen{WatchEvent::Type::kModified, "w", str_at(*patched, "/metadata/resourceVersion")}));
+  EXPECT_EQ(seen[0],
+            (Seen{WatchEvent::Type::kAdded, "w", str_at(*created, "/metadata/resourceVersion")}));
+  EXPECT_EQ(seen[1], (Seen{WatchEvent::Type::kModified, "w",
+                           str_at(*patched, "/metadata/resourceVersion")}));
   EXPECT_EQ(seen[2].type, WatchEvent::Type::kDeleted);
   EXPECT_EQ(seen[2].name, "w");
 }
@@ -76,7 +79,8 @@ TEST(Watch, ResumesFromAResourceVersionWithoutMissingOrRepeatingEvents) {
   for (int i = 0; i < 6; ++i) {
     ASSERT_TRUE(c->create(resources::kConfigMaps, ns, config_map("r" + std::to_string(i))));
   }
-  ASSERT_TRUE(c->patch(resources::kConfigMaps, ns, "r0", PatchType::kMerge, R"({"data":{"k":"x"}})"));
+  ASSERT_TRUE(
+      c->patch(resources::kConfigMaps, ns, "r0", PatchType::kMerge, R"({"data":{"k":"x"}})"));
   ASSERT_TRUE(c->remove(resources::kConfigMaps, ns, "r1"));
 
   const auto all = collect(*c, ns, rv0, 8);
@@ -97,10 +101,14 @@ TEST(Watch, FromACompactedResourceVersionIsTypedGone) {
   auto c = admin();
   const auto ns = make_namespace(*c);
   auto event = [&](const std::string& name) {
-    return json::value{{"apiVersion", "v1"}, {"kind", "Event"},
-                       {"metadata", {{"name", name}}},
-                       {"involvedObject", {{"kind", "ConfigMap"}, {"name", "x"}, {"namespace", ns}}},
-                       {"reason", "Test"}, {"message", "compaction test"}, {"type", "Normal"}};
+    return json::value{
+        {"apiVersion", "v1"},
+        {"kind", "Event"},
+        {"metadata", {{"name", name}}},
+        {"involvedObject", {{"kind", "ConfigMap"}, {"name", "x"}, {"namespace", ns}}},
+        {"reason", "Test"},
+        {"message", "compaction test"},
+        {"type", "Normal"}};
   };
   auto first = c->create(events, ns, event("old"));
   ASSERT_TRUE(first) << first.error().to_string();
@@ -135,13 +143,16 @@ TEST(Watch, CancelFromAnotherThreadEndsAnIdleWatch) {
     WatchOptions o;
     o.resource_version = "0";  // the current state arrives first, then the stream idles
     o.timeout_seconds = 300;
-    return c->watch(resources::kConfigMaps, ns, o, [&](WatchEvent&&) {
-      if (!signalled) {
-        signalled = true;
-        streaming.set_value();
-      }
-      return true;
-    }, cancel);
+    return c->watch(
+        resources::kConfigMaps, ns, o,
+        [&](WatchEvent&&) {
+          if (!signalled) {
+            signalled = true;
+            streaming.set_value();
+          }
+          return true;
+        },
+        cancel);
   });
   ASSERT_EQ(streaming.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
   cancel.cancel();

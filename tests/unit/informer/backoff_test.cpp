@@ -1,8 +1,8 @@
 #include "informer/backoff.h"
 
-#include <gtest/gtest.h>
-
 #include <future>
+
+#include <gtest/gtest.h>
 
 namespace kstack::informer {
 namespace {
@@ -42,7 +42,8 @@ TEST(Backoff, ResetsAfterAQuietPeriodAndOnReset) {
 
 TEST(SleepFor, ReturnsFalseAtOnceWhenCancelledFromAnotherThread) {
   kube::CancelToken cancel;
-  auto fut = std::async(std::launch::async, [&] { return sleep_for(std::chrono::hours(1), cancel); });
+  auto fut =
+      std::async(std::launch::async, [&] { return sleep_for(std::chrono::hours(1), cancel); });
   cancel.cancel();
   ASSERT_EQ(fut.wait_for(10s), std::future_status::ready);
   EXPECT_FALSE(fut.get());

@@ -1,11 +1,10 @@
 #include "informer/store.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <thread>
 
 #include <boost/json.hpp>
+#include <gtest/gtest.h>
 
 namespace kstack::informer {
 namespace {
@@ -17,9 +16,9 @@ ObjectPtr obj(std::string_view ns, std::string_view name, std::string_view rv,
   if (!ns.empty()) md["namespace"] = ns;
   if (!labels.empty()) md["labels"] = std::move(labels);
   if (!owner_uid.empty()) {
-    md["ownerReferences"] = json::array{
-        json::object{{"uid", "not-the-controller"}, {"controller", false}},
-        json::object{{"uid", owner_uid}, {"controller", true}}};
+    md["ownerReferences"] =
+        json::array{json::object{{"uid", "not-the-controller"}, {"controller", false}},
+                    json::object{{"uid", owner_uid}, {"controller", true}}};
   }
   return std::make_shared<const json::value>(json::object{{"metadata", std::move(md)}});
 }
@@ -93,7 +92,8 @@ TEST(Store, ReplaceEmitsAddUpdateDeleteAndNothingForUnchanged) {
   s.upsert(obj("ns", "gone", "1"));
   const auto same_before = s.get("ns/same");
 
-  auto deltas = s.replace({obj("ns", "same", "1"), obj("ns", "changed", "5"), obj("ns", "new", "6")});
+  auto deltas =
+      s.replace({obj("ns", "same", "1"), obj("ns", "changed", "5"), obj("ns", "new", "6")});
   ASSERT_EQ(deltas.size(), 3u);
   std::map<std::string, ReplaceDelta> by_name;
   for (auto& d : deltas) {

@@ -49,9 +49,9 @@ TEST(ErrorFromResponse, TooManyRequestsKeepsRetryAfter) {
 }
 
 TEST(ErrorFromResponse, HeaderRetryAfterWinsOverBody) {
-  const auto e = error_from_response(
-      429, R"({"kind":"Status","code":429,"details":{"retryAfterSeconds":3}})",
-      std::chrono::seconds(7));
+  const auto e =
+      error_from_response(429, R"({"kind":"Status","code":429,"details":{"retryAfterSeconds":3}})",
+                          std::chrono::seconds(7));
   EXPECT_EQ(e.retry_after->count(), 7);
 }
 

@@ -1,6 +1,6 @@
-#include "kube/watch.h"
-
 #include <gtest/gtest.h>
+
+#include "kube/watch.h"
 
 namespace kstack::kube {
 namespace {
@@ -47,10 +47,11 @@ TEST(WatchDecoder, ReportsPartialEventAtEndOfInput) {
 TEST(WatchDecoder, ErrorEventWithExpiredStatusIsTypedGone) {
   WatchDecoder d;
   std::vector<WatchEvent> out;
-  auto r = d.feed(R"js({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",
+  auto r =
+      d.feed(R"js({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",
       "message":"too old resource version: 5 (10)","reason":"Expired","code":410}})js"
-                  "\n",
-                  out);
+             "\n",
+             out);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::kGone);
   EXPECT_NE(r.error().message.find("too old resource version"), std::string::npos);
