@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "cmd/cluster_info.h"
+#include "cmd/render.h"
+#include "cmd/validate.h"
 #include "kstack_version.h"
 
 int main(int argc, char** argv) {
@@ -21,6 +23,29 @@ int main(int argc, char** argv) {
   cluster_info->add_option("--kubeconfig", info.kubeconfig, "Path to a kubeconfig file");
   cluster_info->add_option("--context", info.context, "The kubeconfig context to use");
 
+  kstack::cmd::RenderOptions render;
+  auto* render_cmd = app.add_subcommand(
+      "render", "Print the Kubernetes objects a Stack would produce, offline");
+  render_cmd->add_option("-f,--filename", render.files, "AppType, Stack and KStackConfig files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  render_cmd->add_option("-o,--output", render.output, "yaml or json")
+      ->check(CLI::IsMember({"yaml", "json"}));
+
+  kstack::cmd::ValidateOptions validate_opts;
+  auto* validate_cmd = app.add_subcommand(
+      "validate", "Check AppType, Stack and KStackConfig manifests offline with the webhook's rules");
+  validate_cmd
+      ->add_option("-f,--filename", validate_opts.paths,
+                   "Files or directories (recursive: *.yaml, *.yml, *.json); - for stdin")
+      ->required();
+  validate_cmd->add_option("-o,--output", validate_opts.output, "Output format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  validate_cmd->add_option("--operator-namespace", validate_opts.operator_namespace,
+                           "The operator's namespace (the system catalog)");
+  validate_cmd->add_option("-n,--namespace", validate_opts.default_namespace,
+                           "Namespace for objects that name none");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -33,6 +58,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cluster_info->parsed()) return kstack::cmd::cluster_info(info);
+    if (render_cmd->parsed()) return kstack::cmd::render(render);
+    if (validate_cmd->parsed()) return kstack::cmd::validate(validate_opts);
   } catch (const std::exception& e) {
     fmt::print(stderr, "kstack: {}\n", e.what());
     return 1;

@@ -156,6 +156,13 @@ Result<HttpResponse> Client::raw(std::string_view method, std::string_view path_
   }
 }
 
+Result<HttpRequest> Client::prepare_request(std::string_view method,
+                                            std::string_view path_and_query) {
+  auto req = make_request(method, path_and_query, {}, {});
+  if (req) limiter_.acquire();
+  return req;
+}
+
 Result<json::value> Client::call(std::string_view verb, std::string_view method,
                                  std::string path_and_query, std::string body,
                                  std::string_view ctype) {

@@ -139,6 +139,12 @@ class Client {
                            std::string body = {}, std::string_view content_type = {},
                            std::string_view verb = {});
 
+  // The request raw() would send for `path_and_query` (path prefix, User-Agent, Authorization),
+  // after waiting for the rate limiter; for exchanges that do not go through this client's
+  // transport, such as exec over WebSocket (kube/exec.h). After a 401, invalidate the
+  // credentials (config().credentials) and prepare the request again.
+  Result<HttpRequest> prepare_request(std::string_view method, std::string_view path_and_query);
+
  private:
   Result<HttpRequest> make_request(std::string_view method, std::string_view path_and_query,
                                    std::string body, std::string_view content_type);

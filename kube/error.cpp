@@ -1,6 +1,8 @@
 // Builds typed errors from the API server's responses (metav1.Status).
 #include "kube/error.h"
 
+#include <algorithm>
+
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
@@ -169,7 +171,9 @@ Error error_from_response(int http_status, std::string_view body,
   e.reason = string_field(*status, "reason");
   e.message = string_field(*status, "message");
   if (const auto* code = status->if_contains("code"); code != nullptr && code->is_int64()) {
-    if (http_status == 0) e.http_status = static_cast<int>(code->get_int64());
+    const auto c = code->get_int64();
+    // Only a plausible HTTP status: a wild number must not truncate into, say, 404.
+    if (http_status == 0 && c >= 100 && c <= 599) e.http_status = static_cast<int>(c);
   }
   e.kind = kind_from_status(e.http_status, e.reason);
   if (const auto* details = status->if_contains("details"); details && details->is_object()) {
@@ -184,7 +188,9 @@ Error error_from_response(int http_status, std::string_view body,
     }
     if (const auto* ras = d.if_contains("retryAfterSeconds");
         ras && ras->is_int64() && !e.retry_after) {
-      e.retry_after = std::chrono::seconds(ras->get_int64());
+      // Bounded like the Retry-After header: never negative, at most a day.
+      const auto secs = ras->get_int64();
+      if (secs >= 0) e.retry_after = std::chrono::seconds(std::min<std::int64_t>(secs, 86400));
     }
   }
   if (e.message.empty()) e.message = fmt::format("HTTP status {}", e.http_status);

@@ -22,11 +22,11 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-#include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
+#include <openssl/x509.h>
 #include <poll.h>
+
+#include "kube/tls_context.h"
 
 namespace kstack::kube {
 
@@ -116,12 +116,7 @@ Clock::time_point deadline_after(milliseconds d) {
   return d >= room ? Clock::time_point::max() : now + std::max(d, milliseconds{0});
 }
 
-std::string openssl_reason() {
-  const unsigned long code = ERR_peek_last_error();
-  const char* reason = code != 0 ? ERR_reason_error_string(code) : nullptr;
-  ERR_clear_error();
-  return reason != nullptr ? reason : "unknown error";
-}
+using tls::openssl_reason;
 
 // A connection with everything its operations need. Pooled as a whole.
 struct Connection {
@@ -410,18 +405,7 @@ Result<std::vector<Tcp::endpoint>> TransportImpl::resolve(const Call& call,
 
 // False if OpenSSL refused the name: connecting then would verify no name at all.
 bool TransportImpl::prepare_tls(SSL* ssl) const {
-  if (!verify_name_is_ip_) {  // SNI carries names only
-    if (SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
-                 const_cast<char*>(verify_name_.c_str())) != 1) {
-      return false;
-    }
-  }
-  if (o_.tls.insecure_skip_verify) return true;
-  // Checked by OpenSSL during chain verification, so a mismatch reports as a verify error.
-  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-  if (verify_name_is_ip_) return X509_VERIFY_PARAM_set1_ip_asc(param, verify_name_.c_str()) == 1;
-  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-  return X509_VERIFY_PARAM_set1_host(param, verify_name_.c_str(), verify_name_.size()) == 1;
+  return tls::prepare_client_connection(ssl, o_.tls, verify_name_, verify_name_is_ip_);
 }
 
 Result<std::unique_ptr<Connection>> TransportImpl::connect(const Call& call,
@@ -691,77 +675,12 @@ Result<HttpResponse> TransportImpl::stream(const HttpRequest& request, const Chu
 
 // ---- Construction -----------------------------------------------------------------------------
 
-Result<void> add_certificate_authorities(SSL_CTX* ctx, std::string_view pem) {
-  const auto invalid = [](std::string detail) {
-    return make_error(
-        ErrorKind::kConfig,
-        "certificate-authority data is not a valid PEM certificate bundle: " + detail);
-  };
-  ERR_clear_error();
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
-      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
-  if (!bio) return invalid(openssl_reason());
-  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
-  int count = 0;
-  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
-    const int added = X509_STORE_add_cert(store, cert);
-    X509_free(cert);
-    if (added != 1) return invalid(openssl_reason());
-    ++count;
-  }
-  const unsigned long last = ERR_peek_last_error();
-  if (last != 0 &&
-      !(ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE)) {
-    return invalid(openssl_reason());
-  }
-  ERR_clear_error();
-  if (count == 0) return invalid("no certificate found");
-  return {};
-}
-
-Result<std::unique_ptr<ssl::context>> make_ssl_context(const TlsOptions& tls) {
-  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
-  SSL_CTX* native = ctx->native_handle();
-  if (SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1) {
-    return make_error(ErrorKind::kTls, "cannot require TLS 1.2: " + openssl_reason());
-  }
-  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_compression |
-                   ssl::context::no_sslv2 | ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                   ssl::context::no_tlsv1_1);
-  if (!tls.ca_pem.empty()) {
-    if (auto added = add_certificate_authorities(native, tls.ca_pem); !added) {
-      return tl::unexpected(added.error());
-    }
-  }
-  beast::error_code ec;
-  if (tls.insecure_skip_verify) {
-    ctx->set_verify_mode(ssl::verify_none);
-  } else {
-    ctx->set_verify_mode(ssl::verify_peer);
-    if (tls.ca_pem.empty()) ctx->set_default_verify_paths(ec);
-    if (ec)
-      return make_error(ErrorKind::kConfig, "cannot load the system trust store: " + ec.message());
-  }
-  if (!tls.client_cert_pem.empty() && tls.client_key_pem.empty()) {
-    return make_error(ErrorKind::kConfig, "client-certificate data given without client-key data");
-  }
-  if (tls.client_cert_pem.empty() && !tls.client_key_pem.empty()) {
-    return make_error(ErrorKind::kConfig, "client-key data given without client-certificate data");
-  }
-  if (!tls.client_cert_pem.empty()) {
-    ctx->use_certificate_chain(asio::buffer(tls.client_cert_pem), ec);
-    if (ec)
-      return make_error(ErrorKind::kConfig,
-                        "client-certificate data is not a valid PEM certificate: " + ec.message());
-    ctx->use_private_key(asio::buffer(tls.client_key_pem), ssl::context::pem, ec);
-    if (ec)
-      return make_error(ErrorKind::kConfig,
-                        "client-key data is not a valid PEM private key: " + ec.message());
-    if (SSL_CTX_check_private_key(native) != 1) {
-      return make_error(ErrorKind::kConfig,
-                        "client-key does not match client-certificate: " + openssl_reason());
-    }
-  }
+// The policy lives in kube/tls_context.cpp, shared with exec; Asio takes the context over.
+Result<std::unique_ptr<ssl::context>> make_ssl_context(const TlsOptions& options) {
+  auto native = tls::make_client_context(options);
+  if (!native) return tl::unexpected(native.error());
+  auto ctx = std::make_unique<ssl::context>(native->get());
+  static_cast<void>(native->release());  // owned by ctx now
   return ctx;
 }
 

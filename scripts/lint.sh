@@ -13,8 +13,11 @@ else
   clang-format --dry-run --Werror "${files[@]}" || status=1
 fi
 if [ -f "$build/compile_commands.json" ]; then
-  mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep '\.cpp$' | grep -v '^bench/')
-  clang-tidy -p "$build" --quiet "${sources[@]}" || status=1
+  # asio_impl.cpp only instantiates Boost's own sources.
+  mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep '\.cpp$' | grep -v -e '^bench/' -e '^tests/fuzz/' -e 'asio_impl.cpp$')
+  for f in "${sources[@]}"; do
+    clang-tidy -p "$build" --quiet "$f" 2>/dev/null || { echo "lint: clang-tidy: $f" >&2; status=1; }
+  done
 else
   echo "lint: no $build/compile_commands.json; run scripts/build.sh first for clang-tidy" >&2
   status=1

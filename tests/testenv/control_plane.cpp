@@ -390,6 +390,8 @@ tl::expected<void, std::string> ControlPlane::start_controller_manager() {
       "--concurrent-gc-syncs=5",
       "--profiling=false",
   };
+  argv.insert(argv.end(), options_.controller_manager_extra_args.begin(),
+              options_.controller_manager_extra_args.end());
   auto child = spawn("kube-controller-manager", argv, work_dir_ / "kube-controller-manager.log");
   if (!child) return tl::unexpected(child.error());
   controller_manager_ = std::move(*child);

@@ -42,6 +42,9 @@ class ControlPlane {
  public:
   struct Options {
     bool controller_manager = false;
+    // Appended to kube-controller-manager's fixed flags (a later flag wins), e.g. a shorter
+    // --node-monitor-grace-period for node-loss tests.
+    std::vector<std::string> controller_manager_extra_args;
     std::vector<TestUser> users;
     std::filesystem::path bin_dir;   // default: default_bin_dir()
     std::filesystem::path work_dir;  // default: fresh mkdtemp under $TMPDIR (or /tmp);

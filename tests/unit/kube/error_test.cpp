@@ -48,6 +48,17 @@ TEST(ErrorFromResponse, TooManyRequestsKeepsRetryAfter) {
   EXPECT_TRUE(e.retryable());
 }
 
+TEST(ErrorFromResponse, ImplausibleCodeAndRetryAfterInTheBodyAreIgnored) {
+  const auto e = error_from_response(
+      0, R"({"kind":"Status","code":4294967700,"details":{"retryAfterSeconds":-5}})");
+  EXPECT_EQ(e.http_status, 0);
+  EXPECT_FALSE(e.retry_after.has_value());
+  const auto big = error_from_response(
+      429, R"({"kind":"Status","code":429,"details":{"retryAfterSeconds":99999999}})");
+  ASSERT_TRUE(big.retry_after.has_value());
+  EXPECT_EQ(big.retry_after->count(), 86400);
+}
+
 TEST(ErrorFromResponse, HeaderRetryAfterWinsOverBody) {
   const auto e =
       error_from_response(429, R"({"kind":"Status","code":429,"details":{"retryAfterSeconds":3}})",

@@ -1,0 +1,49 @@
+#include "catalog/field_error.h"
+
+#include <fmt/format.h>
+
+namespace kstack::catalog {
+
+std::string FieldError::to_string() const {
+  if (field.empty()) return reason;
+  return fmt::format("{}: {}", field, reason);
+}
+
+std::string join(const FieldErrors& errors, std::string_view separator) {
+  std::string out;
+  for (const auto& e : errors) {
+    if (!out.empty()) out.append(separator);
+    out.append(e.to_string());
+  }
+  return out;
+}
+
+kube::Error invalid_error(std::string_view what, const FieldErrors& errors) {
+  kube::Error e;
+  e.kind = kube::ErrorKind::kInvalid;
+  e.http_status = 422;
+  e.reason = "Invalid";
+  e.message = what.empty() ? join(errors) : fmt::format("{}: {}", what, join(errors));
+  for (const auto& fe : errors) {
+    e.causes.push_back(kube::StatusCause{"FieldValueInvalid", fe.reason, fe.field});
+  }
+  return e;
+}
+
+std::string child_path(std::string_view path, std::string_view field) {
+  if (path.empty()) return std::string(field);
+  std::string out;
+  out.reserve(path.size() + 1 + field.size());
+  out.append(path).append(".").append(field);
+  return out;
+}
+
+std::string index_path(std::string_view path, std::size_t index) {
+  return fmt::format("{}[{}]", path, index);
+}
+
+std::string key_path(std::string_view path, std::string_view key) {
+  return fmt::format("{}[{}]", path, key);
+}
+
+}  // namespace kstack::catalog

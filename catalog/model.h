@@ -1,0 +1,306 @@
+// The C++ model of kstack's kinds (SPEC §2): AppType (a catalog entry), Stack (a user's
+// request, with the status the operator writes) and KStackConfig (the operator's settings).
+// The structs are a typed *view* of the object: each keeps the JSON it was decoded from in
+// `raw`, so writing an object back never loses a field this model does not know. Optional
+// fields stay optional here; defaults are resolved at use (catalog/defaults.h), never written
+// into the AppType.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "kube/resource.h"
+
+namespace kstack::catalog {
+
+inline constexpr std::string_view kGroup = "kstack.io";
+inline constexpr std::string_view kVersion = "v1beta1";
+inline constexpr std::string_view kApiVersion = "kstack.io/v1beta1";
+inline constexpr std::string_view kAppTypeKind = "AppType";
+inline constexpr std::string_view kStackKind = "Stack";
+inline constexpr std::string_view kKStackConfigKind = "KStackConfig";
+
+// The one KStackConfig the operator reads, in its own namespace.
+inline constexpr std::string_view kConfigName = "kstack-config";
+inline constexpr std::string_view kDefaultOperatorNamespace = "kstack-system";
+// Finalizer the operator puts on Stacks; label/annotation prefix it owns.
+inline constexpr std::string_view kCleanupFinalizer = "kstack.io/cleanup";
+inline constexpr std::string_view kOwnedPrefix = "kstack.io/";
+
+// spec.appCatalog values.
+inline constexpr std::string_view kCatalogLocal = "local";
+inline constexpr std::string_view kCatalogSystem = "system";
+// spec.serviceType values; ClusterIP is the default when KStackConfig names none.
+inline constexpr std::string_view kServiceTypeClusterIP = "ClusterIP";
+inline constexpr std::string_view kServiceTypeNodePort = "NodePort";
+inline constexpr std::string_view kServiceTypeLoadBalancer = "LoadBalancer";
+// spec.namingScheme values; CrNameRole is the default (readable, deterministic names).
+inline constexpr std::string_view kNamingCrNameRole = "CrNameRole";
+inline constexpr std::string_view kNamingUID = "UID";
+// Role lifecycle events (eventList); a role that lists none gets all three.
+inline constexpr std::string_view kEventConfigure = "configure";
+inline constexpr std::string_view kEventAddNodes = "addnodes";
+inline constexpr std::string_view kEventDelNodes = "delnodes";
+// KStackConfig.clusterSvcDomainBase default.
+inline constexpr std::string_view kDefaultClusterSvcDomainBase = ".svc.cluster.local";
+// Upper bound on the members of one Stack (all roles), as KubeDirector.
+inline constexpr std::int64_t kMaxStackMembers = 1000;
+
+// Stack status.state values.
+inline constexpr std::string_view kStackCreating = "creating";
+inline constexpr std::string_view kStackReady = "ready";
+inline constexpr std::string_view kStackUpdating = "updating";
+inline constexpr std::string_view kStackError = "error";
+// Member state values.
+inline constexpr std::string_view kMemberCreatePending = "create_pending";
+inline constexpr std::string_view kMemberCreating = "creating";
+inline constexpr std::string_view kMemberReady = "ready";
+inline constexpr std::string_view kMemberConfigError = "config_error";
+inline constexpr std::string_view kMemberDeletePending = "delete_pending";
+inline constexpr std::string_view kMemberDeleting = "deleting";
+
+namespace resources {
+extern const kube::ResourceType kAppTypes;        // kstack.io/v1beta1 apptypes
+extern const kube::ResourceType kStacks;          // kstack.io/v1beta1 stacks
+extern const kube::ResourceType kKStackConfigs;   // kstack.io/v1beta1 kstackconfigs
+extern const kube::ResourceType kStorageClasses;  // storage.k8s.io/v1, cluster-scoped
+}  // namespace resources
+
+using StringMap = std::map<std::string, std::string>;
+
+// The metadata fields kstack looks at.
+struct ObjectMeta {
+  std::string name;
+  std::string namespace_name;
+  std::string uid;
+  std::string resource_version;
+  std::int64_t generation = 0;
+  StringMap labels;
+  StringMap annotations;
+  std::vector<std::string> finalizers;
+  bool deleting = false;  // metadata.deletionTimestamp is set
+};
+
+// ---- AppType ----
+
+struct Label {
+  std::string name;
+  std::string description;
+};
+
+struct SetupPackage {
+  std::string package_url;            // file://, http(s)://, configmap://<name>/<key>
+  std::optional<std::string> sha256;  // hex, checked before unpacking
+};
+
+// A configPackage field is tri-state: absent (inherit the default), explicit null (no
+// package) or a package. KubeDirector lost this distinction once (see reference §8 #14).
+struct PackageField {
+  enum class State { kAbsent, kNone, kPackage };
+  State state = State::kAbsent;
+  SetupPackage package;  // meaningful when state == kPackage
+};
+
+struct Endpoint {
+  std::optional<std::int64_t> port;
+  std::string url_scheme;
+  std::string path;
+  bool is_dashboard = false;
+  bool has_auth_token = false;
+};
+
+struct AppService {
+  std::string id;
+  Label label;
+  std::optional<Endpoint> endpoint;
+  std::string exported_service;
+};
+
+struct MinStorage {
+  std::string size;  // a quantity
+  bool ephemeral_mode_supported = false;
+};
+
+struct ContainerSpec {
+  bool stdin_open = false;  // JSON `stdin` (a macro name in C, hence the suffix)
+  bool tty = false;
+};
+
+struct AppRole {
+  std::string id;
+  std::string cardinality;  // "N" or "N+"; see parse_cardinality
+  std::optional<std::string> image_repo_tag;
+  PackageField config_package;
+  std::optional<std::vector<std::string>> persist_dirs;
+  std::optional<std::vector<std::string>> event_list;
+  StringMap min_resources;  // resource name -> quantity text
+  std::optional<MinStorage> min_storage;
+  ContainerSpec container_spec;
+};
+
+struct RoleServices {
+  std::string role_id;
+  std::vector<std::string> service_ids;
+};
+
+struct AppConfig {
+  std::vector<RoleServices> role_services;
+  std::vector<std::string> selected_roles;
+  StringMap config_meta;
+};
+
+struct AppTypeSpec {
+  Label label;
+  std::string distro_id;
+  std::string version;
+  std::optional<std::int64_t> config_schema_version;
+  std::optional<std::string> default_image_repo_tag;
+  PackageField default_config_package;
+  std::vector<AppService> services;
+  std::vector<AppRole> roles;
+  AppConfig config;
+  std::optional<std::vector<std::string>> default_persist_dirs;
+  std::optional<std::vector<std::string>> default_event_list;
+  std::vector<std::string> capabilities;
+  bool systemd_required = false;
+  std::string logo_url;
+};
+
+struct AppType {
+  ObjectMeta metadata;
+  AppTypeSpec spec;
+  boost::json::value raw;  // the object as received: serialisation keeps unknown fields
+};
+
+// ---- Stack ----
+
+struct ResourceRequirements {
+  StringMap requests;  // resource name -> quantity text
+  StringMap limits;
+};
+
+struct StorageSpec {
+  std::string size;
+  std::optional<std::string> storage_class_name;
+};
+
+struct StackRole {
+  std::string id;
+  std::optional<std::int64_t> members;
+  ResourceRequirements resources;
+  std::optional<StorageSpec> storage;
+  boost::json::value env;       // array of core EnvVar, or null
+  boost::json::value affinity;  // core Affinity, or null
+  StringMap node_selector;
+  boost::json::value tolerations;  // array of core Toleration, or null
+  StringMap pod_labels;
+  StringMap pod_annotations;
+  StringMap service_labels;
+  StringMap service_annotations;
+  std::string service_account_name;
+};
+
+struct StackSpec {
+  std::string app;
+  std::optional<std::string> app_catalog;
+  std::optional<std::string> service_type;
+  std::optional<std::string> naming_scheme;
+  std::vector<StackRole> roles;
+};
+
+struct Condition {
+  std::string type;    // Ready | Progressing | Degraded
+  std::string status;  // True | False | Unknown
+  std::string reason;
+  std::string message;
+  std::string last_transition_time;  // RFC 3339
+  std::int64_t observed_generation = 0;
+};
+
+struct NotifyCmd {
+  std::vector<std::string> arguments;  // e.g. --addnodes --role worker --fqdns a,b
+};
+
+struct MemberStateDetail {
+  std::string config_error_detail;
+  std::optional<std::int64_t> last_config_data_generation;
+  std::optional<std::int64_t> last_setup_generation;
+  std::string configuring_container;
+  std::string last_configured_container;
+  std::string last_known_container_state;
+  std::vector<NotifyCmd> pending_notify_cmds;
+  std::string start_script_stdout_message;
+  std::string start_script_stderr_message;
+  std::string scheduling_error_message;
+};
+
+struct MemberStatus {
+  std::string pod;
+  std::string service;
+  std::string pvc;
+  std::int64_t node_id = 0;
+  std::string state;  // kMember* values
+  MemberStateDetail state_detail;
+};
+
+struct RoleStatus {
+  std::string id;
+  std::string stateful_set;
+  std::vector<MemberStatus> members;
+};
+
+struct MemberStateRollup {
+  bool membership_changing = false;
+  bool members_down = false;
+  bool members_initializing = false;
+  bool members_waiting = false;
+  bool members_restarting = false;
+  bool config_errors = false;
+  bool members_not_scheduled = false;
+  bool operator==(const MemberStateRollup&) const = default;
+};
+
+struct StackStatus {
+  std::int64_t observed_generation = 0;
+  std::string state;  // kStack* values
+  std::vector<Condition> conditions;
+  std::string cluster_service;
+  std::int64_t last_node_id = 0;
+  std::int64_t config_generation = 0;
+  std::vector<RoleStatus> roles;
+  MemberStateRollup member_state_rollup;
+};
+
+struct Stack {
+  ObjectMeta metadata;
+  StackSpec spec;
+  std::optional<StackStatus> status;
+  boost::json::value raw;
+};
+
+// ---- KStackConfig ----
+
+struct KStackConfigSpec {
+  std::optional<std::string> default_storage_class_name;
+  std::optional<std::string> default_service_type;
+  std::optional<std::string> default_naming_scheme;
+  std::optional<std::string> cluster_svc_domain_base;
+  StringMap pod_labels;
+  StringMap pod_annotations;
+  StringMap service_labels;
+  StringMap service_annotations;
+};
+
+struct KStackConfig {
+  ObjectMeta metadata;
+  KStackConfigSpec spec;
+  boost::json::value raw;
+};
+
+}  // namespace kstack::catalog

@@ -1,0 +1,44 @@
+// Decoding kstack objects from JSON (boost::json) and YAML text, and writing them back.
+//
+// Two flavours: parse_* is strict and returns a Result whose error (kInvalid, 422) carries
+// every field problem as a cause; decode_* is tolerant and always returns a model, appending
+// problems to `errors` and leaving the offending field at its zero value. The admission rules
+// use decode_* so that type errors are reported together with every other violation.
+// Only the shape is checked here (types, required fields of the JSON structure); what the
+// values mean is validator/rules' business.
+#pragma once
+
+#include <string_view>
+
+#include <boost/json/value.hpp>
+
+#include "catalog/field_error.h"
+#include "catalog/model.h"
+#include "kube/error.h"
+
+namespace kstack::catalog {
+
+AppType decode_apptype(const boost::json::value& object, FieldErrors& errors);
+Stack decode_stack(const boost::json::value& object, FieldErrors& errors);
+KStackConfig decode_kstack_config(const boost::json::value& object, FieldErrors& errors);
+// `status` is the value of the object's status field; errors are reported under `path`.
+StackStatus decode_stack_status(const boost::json::value& status, FieldErrors& errors,
+                                std::string_view path = "status");
+
+kube::Result<AppType> parse_apptype(const boost::json::value& object);
+kube::Result<Stack> parse_stack(const boost::json::value& object);
+kube::Result<KStackConfig> parse_kstack_config(const boost::json::value& object);
+
+// One YAML document (see catalog/yaml.h for multi-document text) decoded as the given kind.
+kube::Result<AppType> parse_apptype_yaml(std::string_view yaml);
+kube::Result<Stack> parse_stack_yaml(std::string_view yaml);
+kube::Result<KStackConfig> parse_kstack_config_yaml(std::string_view yaml);
+
+// Serialisation. Spec-carrying kinds give back the object they were decoded from (unknown
+// fields included); the status is built from the model, as the operator owns all of it.
+inline const boost::json::value& to_json(const AppType& a) { return a.raw; }
+inline const boost::json::value& to_json(const Stack& s) { return s.raw; }
+inline const boost::json::value& to_json(const KStackConfig& c) { return c.raw; }
+boost::json::value to_json(const StackStatus& status);
+
+}  // namespace kstack::catalog

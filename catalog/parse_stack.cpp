@@ -1,0 +1,123 @@
+// Decoding of Stack objects (SPEC §2.2 spec) and of KStackConfig (§2.3).
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "catalog/decode_detail.h"
+#include "catalog/parse.h"
+
+namespace kstack::catalog {
+namespace json = boost::json;
+using detail::Decoder;
+
+namespace {
+
+StackRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
+  StackRole r;
+  r.id = d.string(o, "id", p, /*required=*/true).value_or("");
+  r.members = d.integer(o, "members", p);
+  if (const auto* res = d.object(o, "resources", p)) {
+    std::string rp = child_path(p, "resources");
+    r.resources.requests = d.quantity_map(*res, "requests", rp);
+    r.resources.limits = d.quantity_map(*res, "limits", rp);
+  }
+  if (const auto* st = d.object(o, "storage", p)) {
+    std::string sp = child_path(p, "storage");
+    StorageSpec s;
+    if (const auto* size = detail::present(*st, "size"); size && size->is_number()) {
+      s.size = detail::number_text(*size);
+    } else {
+      s.size = d.string(*st, "size", sp, /*required=*/true).value_or("");
+    }
+    s.storage_class_name = d.string(*st, "storageClassName", sp);
+    r.storage = std::move(s);
+  }
+  r.env = d.opaque(o, "env", p, json::kind::array);
+  r.affinity = d.opaque(o, "affinity", p, json::kind::object);
+  r.node_selector = d.string_map(o, "nodeSelector", p);
+  r.tolerations = d.opaque(o, "tolerations", p, json::kind::array);
+  r.pod_labels = d.string_map(o, "podLabels", p);
+  r.pod_annotations = d.string_map(o, "podAnnotations", p);
+  r.service_labels = d.string_map(o, "serviceLabels", p);
+  r.service_annotations = d.string_map(o, "serviceAnnotations", p);
+  r.service_account_name = d.string(o, "serviceAccountName", p).value_or("");
+  return r;
+}
+
+}  // namespace
+
+Stack decode_stack(const json::value& object, FieldErrors& errors) {
+  Stack s;
+  s.raw = object;
+  Decoder d(errors);
+  const auto* o = object.if_object();
+  if (o == nullptr) {
+    d.error("", "a Stack must be a JSON object");
+    return s;
+  }
+  detail::check_kind(*o, kStackKind, d);
+  s.metadata = detail::decode_metadata(object, d);
+  if (const auto* spec = d.object(*o, "spec", "", /*required=*/true)) {
+    s.spec.app = d.string(*spec, "app", "spec", /*required=*/true).value_or("");
+    s.spec.app_catalog = d.string(*spec, "appCatalog", "spec");
+    s.spec.service_type = d.string(*spec, "serviceType", "spec");
+    s.spec.naming_scheme = d.string(*spec, "namingScheme", "spec");
+    if (const auto* roles = d.array(*spec, "roles", "spec", /*required=*/true)) {
+      for (std::size_t i = 0; i < roles->size(); ++i) {
+        std::string ip = index_path("spec.roles", i);
+        const auto* item = (*roles)[i].if_object();
+        if (item == nullptr) {
+          d.error(ip, "must be an object");
+          s.spec.roles.emplace_back();  // keeps indexes aligned with the JSON
+          continue;
+        }
+        s.spec.roles.push_back(decode_role(*item, ip, d));
+      }
+    }
+  }
+  if (const auto* status = detail::present(*o, "status")) {
+    s.status = decode_stack_status(*status, errors, "status");
+  }
+  return s;
+}
+
+KStackConfig decode_kstack_config(const json::value& object, FieldErrors& errors) {
+  KStackConfig c;
+  c.raw = object;
+  Decoder d(errors);
+  const auto* o = object.if_object();
+  if (o == nullptr) {
+    d.error("", "a KStackConfig must be a JSON object");
+    return c;
+  }
+  detail::check_kind(*o, kKStackConfigKind, d);
+  c.metadata = detail::decode_metadata(object, d);
+  // An empty KStackConfig (no spec) is valid: every setting has a default.
+  const auto* spec = d.object(*o, "spec", "");
+  if (spec == nullptr) return c;
+  auto& s = c.spec;
+  s.default_storage_class_name = d.string(*spec, "defaultStorageClassName", "spec");
+  s.default_service_type = d.string(*spec, "defaultServiceType", "spec");
+  s.default_naming_scheme = d.string(*spec, "defaultNamingScheme", "spec");
+  s.cluster_svc_domain_base = d.string(*spec, "clusterSvcDomainBase", "spec");
+  s.pod_labels = d.string_map(*spec, "podLabels", "spec");
+  s.pod_annotations = d.string_map(*spec, "podAnnotations", "spec");
+  s.service_labels = d.string_map(*spec, "serviceLabels", "spec");
+  s.service_annotations = d.string_map(*spec, "serviceAnnotations", "spec");
+  return c;
+}
+
+kube::Result<Stack> parse_stack(const json::value& object) {
+  FieldErrors errors;
+  Stack s = decode_stack(object, errors);
+  if (!errors.empty()) return tl::unexpected(invalid_error("invalid Stack", errors));
+  return s;
+}
+
+kube::Result<KStackConfig> parse_kstack_config(const json::value& object) {
+  FieldErrors errors;
+  KStackConfig c = decode_kstack_config(object, errors);
+  if (!errors.empty()) return tl::unexpected(invalid_error("invalid KStackConfig", errors));
+  return c;
+}
+
+}  // namespace kstack::catalog

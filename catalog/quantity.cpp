@@ -1,0 +1,141 @@
+#include "catalog/quantity.h"
+
+#include <fmt/format.h>
+
+namespace kstack::catalog {
+
+namespace {
+
+constexpr std::size_t kMaxSignificantDigits = 36;  // 10^36 < 2^127 ≈ 1.7e38
+constexpr int kMaxExponent = 1000;                 // beyond this nothing fits anyway
+
+tl::unexpected<kube::Error> bad(std::string_view text, std::string_view why) {
+  return kube::make_error(kube::ErrorKind::kInvalid, fmt::format("quantity \"{}\" {}", text, why));
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+struct Suffix {
+  int decimal_exponent = 0;
+  int binary_exponent = 0;
+};
+
+// Returns false when the suffix is not one Kubernetes accepts.
+bool parse_suffix(std::string_view s, Suffix& out) {
+  static constexpr std::pair<std::string_view, int> kDecimal[] = {
+      {"", 0},  {"n", -9}, {"u", -6}, {"m", -3}, {"k", 3},
+      {"M", 6}, {"G", 9},  {"T", 12}, {"P", 15}, {"E", 18}};
+  static constexpr std::pair<std::string_view, int> kBinary[] = {
+      {"Ki", 10}, {"Mi", 20}, {"Gi", 30}, {"Ti", 40}, {"Pi", 50}, {"Ei", 60}};
+  for (const auto& [name, exp] : kDecimal) {
+    if (s == name) {
+      out.decimal_exponent = exp;
+      return true;
+    }
+  }
+  for (const auto& [name, exp] : kBinary) {
+    if (s == name) {
+      out.binary_exponent = exp;
+      return true;
+    }
+  }
+  // Decimal exponent: e or E, optional sign, at least one digit ("E" alone is exa, above).
+  if (s.size() < 2 || (s[0] != 'e' && s[0] != 'E')) return false;
+  std::size_t i = 1;
+  bool negative = false;
+  if (s[i] == '+' || s[i] == '-') negative = s[i++] == '-';
+  if (i >= s.size()) return false;
+  int value = 0;
+  for (; i < s.size(); ++i) {
+    if (!is_digit(s[i])) return false;
+    value = value * 10 + (s[i] - '0');
+    if (value > kMaxExponent) value = kMaxExponent + 1;  // clamp; refused as too large later
+  }
+  out.decimal_exponent = negative ? -value : value;
+  return true;
+}
+
+bool mul_checked(Int128& v, Int128 by) { return !__builtin_mul_overflow(v, by, &v); }
+
+std::int64_t saturate(Int128 v) {
+  constexpr auto kMax = static_cast<Int128>(INT64_MAX);
+  constexpr auto kMin = static_cast<Int128>(INT64_MIN);
+  if (v > kMax) return INT64_MAX;
+  if (v < kMin) return INT64_MIN;
+  return static_cast<std::int64_t>(v);
+}
+
+// Ceiling division of a value by a positive divisor (towards +infinity).
+Int128 div_ceil(Int128 v, Int128 d) {
+  Int128 q = v / d;
+  if (v % d != 0 && v > 0) ++q;
+  return q;
+}
+
+}  // namespace
+
+kube::Result<Quantity> Quantity::parse(std::string_view text) {
+  if (text.empty()) return bad(text, "is empty");
+  std::size_t i = 0;
+  bool negative = false;
+  if (text[i] == '+' || text[i] == '-') negative = text[i++] == '-';
+
+  std::string digits;  // integer and fraction digits, without the dot
+  std::size_t int_digits = 0, frac_digits = 0;
+  for (; i < text.size() && is_digit(text[i]); ++i, ++int_digits) digits.push_back(text[i]);
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && is_digit(text[i]); ++i, ++frac_digits) digits.push_back(text[i]);
+  }
+  if (int_digits + frac_digits == 0) return bad(text, "must start with a number");
+
+  Suffix suffix;
+  if (!parse_suffix(text.substr(i), suffix)) {
+    return bad(text, "has an unknown suffix (use n, u, m, k, M, G, T, P, E, Ki..Ei or e<n>)");
+  }
+
+  // value = digits × 10^(exp10) × 2^bin; stored as nanos, hence the +9.
+  int exp10 = suffix.decimal_exponent - static_cast<int>(frac_digits) + 9;
+  std::size_t first = digits.find_first_not_of('0');
+  Quantity q;
+  q.text_ = std::string(text);
+  if (first == std::string::npos) return q;  // zero in any spelling
+  digits.erase(0, first);
+  while (digits.size() > 1 && digits.back() == '0') {
+    digits.pop_back();
+    ++exp10;
+  }
+  if (digits.size() > kMaxSignificantDigits) return bad(text, "has too many significant digits");
+  if (suffix.decimal_exponent > kMaxExponent || suffix.decimal_exponent < -kMaxExponent) {
+    return bad(text, "has an exponent out of range");
+  }
+
+  Int128 v = 0;
+  for (char c : digits) v = v * 10 + (c - '0');
+  for (int b = 0; b < suffix.binary_exponent; ++b) {
+    if (!mul_checked(v, 2)) return bad(text, "is too large");
+  }
+  if (exp10 >= 0) {
+    for (int e = 0; e < exp10; ++e) {
+      if (!mul_checked(v, 10)) return bad(text, "is too large");
+    }
+  } else if (exp10 < -38) {
+    v = 1;  // a positive value far below 1n rounds up to 1n, as Kubernetes does
+  } else {
+    Int128 divisor = 1;
+    for (int e = 0; e < -exp10; ++e) divisor *= 10;
+    v = div_ceil(v, divisor);
+  }
+  // Kubernetes itself caps at about 2^63 milli-units; 1e36 nanos leaves room for any real
+  // quantity while keeping the arithmetic far from overflow.
+  constexpr Int128 kLimit = static_cast<Int128>(1'000'000'000'000'000'000) *
+                            static_cast<Int128>(1'000'000'000'000'000'000);
+  if (v > kLimit) return bad(text, "is too large");
+  q.nanos_ = negative ? -v : v;
+  return q;
+}
+
+std::int64_t Quantity::value() const { return saturate(div_ceil(nanos_, 1'000'000'000)); }
+
+std::int64_t Quantity::milli_value() const { return saturate(div_ceil(nanos_, 1'000'000)); }
+
+}  // namespace kstack::catalog

@@ -1,0 +1,78 @@
+#include "executor/drift.h"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "catalog/quantity.h"
+
+namespace kstack::executor {
+namespace json = boost::json;
+
+namespace {
+
+// Keys under which strings are Kubernetes quantities (container resources, PVC storage,
+// volumeClaimTemplates' requests).
+bool quantity_context(std::string_view key) {
+  return key == "requests" || key == "limits" || key == "storage" || key == "capacity";
+}
+
+bool scalar_equal(const json::value& live, const json::value& desired, bool quantities) {
+  if (quantities && live.is_string() && desired.is_string()) {
+    auto a = catalog::Quantity::parse(live.get_string());
+    auto b = catalog::Quantity::parse(desired.get_string());
+    if (a && b) return *a == *b;
+  }
+  // Integers may come back as int64 or uint64; compare numerically.
+  if (live.is_number() && desired.is_number() && !live.is_double() && !desired.is_double()) {
+    boost::system::error_code e1, e2;
+    const auto x = live.to_number<std::int64_t>(e1);
+    const auto y = desired.to_number<std::int64_t>(e2);
+    if (!e1 && !e2) return x == y;
+  }
+  return live == desired;
+}
+
+// Returns the first differing path, or nullopt when `live` covers `desired`.
+std::optional<std::string> diff(const json::value& live, const json::value& desired,
+                                const std::string& path, bool quantities) {
+  if (desired.is_object()) {
+    if (!live.is_object()) return path.empty() ? "/" : path;
+    for (const auto& [k, v] : desired.get_object()) {
+      const auto* l = live.get_object().if_contains(k);
+      std::string child = path + "/" + std::string(k);
+      if (l == nullptr) {
+        // An empty desired map/list is the same as an absent one after defaulting.
+        if ((v.is_object() && v.get_object().empty()) || (v.is_array() && v.get_array().empty())) {
+          continue;
+        }
+        return child;
+      }
+      if (auto d = diff(*l, v, child, quantities || quantity_context(k))) return d;
+    }
+    return std::nullopt;
+  }
+  if (desired.is_array()) {
+    if (!live.is_array() || live.get_array().size() != desired.get_array().size()) return path;
+    for (std::size_t i = 0; i < desired.get_array().size(); ++i) {
+      if (auto d = diff(live.get_array()[i], desired.get_array()[i], fmt::format("{}/{}", path, i),
+                        quantities)) {
+        return d;
+      }
+    }
+    return std::nullopt;
+  }
+  if (!scalar_equal(live, desired, quantities)) return path;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool covers(const json::value& live, const json::value& desired) {
+  return !diff(live, desired, "", false).has_value();
+}
+
+std::string first_difference(const json::value& live, const json::value& desired) {
+  return diff(live, desired, "", false).value_or("");
+}
+
+}  // namespace kstack::executor

@@ -1,0 +1,22 @@
+// Does the live object already hold what kstack wants? kstack owns only the fields it sets;
+// the API server adds defaults (StatefulSet updateStrategy, Service sessionAffinity, container
+// terminationMessagePath, ...) and canonicalises quantities ("0.5" -> "500m"). Comparing the
+// desired object as a *subset* of the live one, with quantities compared by value, is what
+// keeps a stable Stack at zero writes and stops hot loops on differences kstack cannot fix.
+#pragma once
+
+#include <string>
+
+#include <boost/json/value.hpp>
+
+namespace kstack::executor {
+
+// True when every field of `desired` is present in `live` with an equal value: objects
+// recursively (extra live keys ignored), arrays element by element with the same length,
+// scalars equal — and strings under `resources`/`storage` keys compared as quantities.
+bool covers(const boost::json::value& live, const boost::json::value& desired);
+
+// The first path where `live` does not cover `desired` ("" when it does), for logs/events.
+std::string first_difference(const boost::json::value& live, const boost::json::value& desired);
+
+}  // namespace kstack::executor

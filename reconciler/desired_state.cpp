@@ -1,0 +1,265 @@
+#include "reconciler/desired_state.h"
+
+#include <cctype>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "catalog/defaults.h"
+#include "catalog/field_error.h"
+#include "catalog/names.h"
+
+namespace kstack::reconciler {
+namespace json = boost::json;
+using catalog::AppType;
+using catalog::KStackConfig;
+using catalog::Stack;
+
+namespace {
+
+json::object to_object(const catalog::StringMap& m) {
+  json::object o;
+  for (const auto& [k, v] : m) o[k] = v;
+  return o;
+}
+
+// Later maps win: KStackConfig's defaults, then the role's own.
+json::object merged(std::initializer_list<const catalog::StringMap*> maps) {
+  json::object o;
+  for (const auto* m : maps) {
+    if (m == nullptr) continue;
+    for (const auto& [k, v] : *m) o[k] = v;
+  }
+  return o;
+}
+
+json::array container_ports(const AppType& app, std::string_view role) {
+  json::array ports;
+  for (const auto* svc : catalog::role_services(app, role)) {
+    if (!svc->endpoint || !svc->endpoint->port) continue;
+    // Port names are IANA_SVC_NAME (≤ 15 chars, DNS label): service ids are limited to 15.
+    ports.push_back(json::object{{"name", svc->id},
+                                 {"containerPort", *svc->endpoint->port},
+                                 {"protocol", "TCP"}});
+  }
+  return ports;
+}
+
+json::array service_ports(const json::array& container) {
+  json::array ports;
+  for (const auto& p : container) {
+    const auto& o = p.as_object();
+    ports.push_back(json::object{{"name", o.at("name")},
+                                 {"port", o.at("containerPort")},
+                                 {"targetPort", o.at("containerPort")},
+                                 {"protocol", "TCP"}});
+  }
+  return ports;
+}
+
+json::object resources_json(const catalog::ResourceRequirements& r) {
+  json::object o;
+  if (!r.requests.empty()) o["requests"] = to_object(r.requests);
+  if (!r.limits.empty()) o["limits"] = to_object(r.limits);
+  return o;
+}
+
+json::object metadata(std::string_view name, const Stack& stack, json::object labels,
+                      json::object annotations = {}) {
+  json::object md{{"name", name},
+                  {"namespace", stack.metadata.namespace_name},
+                  {"labels", std::move(labels)},
+                  {"ownerReferences", json::array{owner_reference(stack)}}};
+  if (!annotations.empty()) md["annotations"] = std::move(annotations);
+  return md;
+}
+
+json::value statefulset(const Stack& stack, const AppType& app, const KStackConfig* config,
+                        const catalog::StackRole& role, const catalog::AppRole& app_role,
+                        const std::string& image, std::int64_t replicas,
+                        const std::string& headless, const json::array& ports) {
+  const auto& name = catalog::statefulset_name(stack.metadata.name, role.id);
+  json::object selector{{std::string(kLabelStack), stack.metadata.name},
+                        {std::string(kLabelRole), role.id}};
+  json::object pod_labels = merged({config ? &config->spec.pod_labels : nullptr, &role.pod_labels});
+  for (auto& [k, v] : common_labels(stack, app, role.id)) pod_labels[k] = v;
+  json::object pod_annotations =
+      merged({config ? &config->spec.pod_annotations : nullptr, &role.pod_annotations});
+
+  json::object container{{"name", kContainerName}, {"image", image}};
+  if (!ports.empty()) container["ports"] = ports;
+  auto res = resources_json(role.resources);
+  if (!res.empty()) container["resources"] = std::move(res);
+  if (role.env.is_array() && !role.env.as_array().empty()) container["env"] = role.env;
+  if (app_role.container_spec.stdin_open) container["stdin"] = true;
+  if (app_role.container_spec.tty) container["tty"] = true;
+  if (!app.spec.capabilities.empty()) {
+    json::array caps;
+    for (const auto& c : app.spec.capabilities) caps.push_back(json::string(c));
+    container["securityContext"] = json::object{{"capabilities", {{"add", std::move(caps)}}}};
+  }
+  const bool has_storage = role.storage.has_value();
+  if (has_storage) {
+    json::array mounts;
+    for (const auto& dir : catalog::role_persist_dirs(app, app_role)) {
+      // Each persisted directory lives in its own sub-directory of the member's PVC.
+      std::string sub = dir;
+      while (!sub.empty() && sub.front() == '/') sub.erase(sub.begin());
+      mounts.push_back(json::object{{"name", catalog::kDataVolumeName},
+                                    {"mountPath", dir},
+                                    {"subPath", sub}});
+    }
+    if (!mounts.empty()) container["volumeMounts"] = std::move(mounts);
+  }
+
+  json::object pod_spec{{"containers", json::array{std::move(container)}}};
+  if (!role.node_selector.empty()) pod_spec["nodeSelector"] = to_object(role.node_selector);
+  if (!role.affinity.is_null()) pod_spec["affinity"] = role.affinity;
+  if (role.tolerations.is_array() && !role.tolerations.as_array().empty()) {
+    pod_spec["tolerations"] = role.tolerations;
+  }
+  if (!role.service_account_name.empty()) pod_spec["serviceAccountName"] = role.service_account_name;
+
+  json::object template_md{{"labels", std::move(pod_labels)}};
+  if (!pod_annotations.empty()) template_md["annotations"] = std::move(pod_annotations);
+
+  json::object spec{{"replicas", replicas},
+                    {"serviceName", headless},
+                    {"podManagementPolicy", "Parallel"},
+                    {"selector", {{"matchLabels", selector}}},
+                    {"template", {{"metadata", std::move(template_md)}, {"spec", std::move(pod_spec)}}}};
+  if (has_storage) {
+    json::object pvc_spec{{"accessModes", json::array{"ReadWriteOnce"}},
+                          {"resources", {{"requests", {{"storage", role.storage->size}}}}}};
+    std::optional<std::string> cls = role.storage->storage_class_name;
+    if (!cls && config && config->spec.default_storage_class_name) {
+      cls = config->spec.default_storage_class_name;
+    }
+    if (cls) pvc_spec["storageClassName"] = *cls;
+    spec["volumeClaimTemplates"] = json::array{json::object{
+        {"metadata", {{"name", catalog::kDataVolumeName},
+                      {"labels", common_labels(stack, app, role.id)}}},
+        {"spec", std::move(pvc_spec)}}};
+  }
+  return json::object{{"apiVersion", "apps/v1"},
+                      {"kind", "StatefulSet"},
+                      {"metadata", metadata(name, stack, common_labels(stack, app, role.id))},
+                      {"spec", std::move(spec)}};
+}
+
+}  // namespace
+
+std::string label_value(std::string_view text) {
+  // Label values: ≤ 63 of [A-Za-z0-9-_.], alphanumeric at both ends. distroIDs are often
+  // "vendor/app" (KubeDirector's convention), so '/' and any other character become '.'.
+  std::string out;
+  for (char ch : text) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-' || ch == '_' ||
+                    ch == '.';
+    out += ok ? ch : '.';
+  }
+  if (out.size() > 63) out.resize(63);
+  auto alnum = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; };
+  while (!out.empty() && !alnum(out.back())) out.pop_back();
+  std::size_t start = 0;
+  while (start < out.size() && !alnum(out[start])) ++start;
+  return out.substr(start);
+}
+
+json::object owner_reference(const Stack& stack) {
+  return json::object{{"apiVersion", catalog::kApiVersion},
+                      {"kind", catalog::kStackKind},
+                      {"name", stack.metadata.name},
+                      {"uid", stack.metadata.uid},
+                      {"controller", true},
+                      {"blockOwnerDeletion", true}};
+}
+
+json::object common_labels(const Stack& stack, const AppType& app, std::string_view role) {
+  json::object labels{{std::string(kLabelManagedBy), kManagedByValue},
+                      {std::string(kLabelStack), stack.metadata.name},
+                      {std::string(kLabelName), label_value(app.spec.distro_id)}};
+  if (!role.empty()) labels[std::string(kLabelRole)] = role;
+  return labels;
+}
+
+kube::Result<DesiredState> desired_state(const Stack& stack, const AppType& app,
+                                         const KStackConfig* config) {
+  DesiredState out;
+  const std::string& s = stack.metadata.name;
+  const std::string& ns = stack.metadata.namespace_name;
+  const std::string domain = catalog::cluster_svc_domain_base(config);
+  const std::string service_type = catalog::effective_service_type(stack, config);
+  out.headless_service_name = catalog::headless_service_name(s);
+
+  catalog::FieldErrors errors;
+  for (std::size_t i = 0; i < stack.spec.roles.size(); ++i) {
+    const auto& role = stack.spec.roles[i];
+    const std::string path = fmt::format("spec.roles[{}]", i);
+    const auto* app_role = catalog::find_role(app, role.id);
+    if (app_role == nullptr) {
+      errors.push_back({path + ".id", fmt::format("role \"{}\" is not in app \"{}\"", role.id,
+                                                  app.metadata.name)});
+      continue;
+    }
+    const auto image = catalog::role_image(app, *app_role);
+    if (!image) {
+      errors.push_back({path + ".id", fmt::format("role \"{}\" of app \"{}\" has no image",
+                                                  role.id, app.metadata.name)});
+      continue;
+    }
+    DesiredRole dr;
+    dr.id = role.id;
+    dr.stateful_set_name = catalog::statefulset_name(s, role.id);
+    dr.replicas = catalog::effective_members(app_role, role);
+    dr.has_storage = role.storage.has_value();
+    const json::array ports = container_ports(app, role.id);
+    dr.has_ports = !ports.empty();
+    dr.stateful_set = statefulset(stack, app, config, role, *app_role, *image, dr.replicas,
+                                  out.headless_service_name, ports);
+    for (std::int64_t ordinal = 0; ordinal < dr.replicas; ++ordinal) {
+      DesiredMember m;
+      m.role = role.id;
+      m.ordinal = ordinal;
+      m.pod = catalog::member_name(s, role.id, ordinal);
+      m.fqdn = fmt::format("{}.{}.{}{}", m.pod, out.headless_service_name, ns, domain);
+      if (dr.has_storage) m.pvc = catalog::pvc_name(s, role.id, ordinal);
+      if (dr.has_ports) {
+        m.service = m.pod;
+        json::object labels = merged({config ? &config->spec.service_labels : nullptr,
+                                      &role.service_labels});
+        for (auto& [k, v] : common_labels(stack, app, role.id)) labels[k] = v;
+        json::object annotations = merged({config ? &config->spec.service_annotations : nullptr,
+                                           &role.service_annotations});
+        out.member_services.push_back(json::object{
+            {"apiVersion", "v1"},
+            {"kind", "Service"},
+            {"metadata", metadata(m.service, stack, std::move(labels), std::move(annotations))},
+            {"spec",
+             {{"type", service_type},
+              {"selector", {{std::string(kLabelPodName), m.pod}}},
+              {"ports", service_ports(ports)}}}});
+      }
+      dr.members.push_back(std::move(m));
+    }
+    out.roles.push_back(std::move(dr));
+  }
+  if (!errors.empty()) {
+    return tl::unexpected(catalog::invalid_error(
+        fmt::format("Stack {}/{}", ns, s), errors));
+  }
+
+  // The headless Service publishes every member's DNS record, ready or not, so that setup
+  // scripts can reach peers while they are still configuring.
+  out.headless_service = json::object{
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata", metadata(out.headless_service_name, stack, common_labels(stack, app, ""))},
+      {"spec",
+       {{"clusterIP", "None"},
+        {"publishNotReadyAddresses", true},
+        {"selector", {{std::string(kLabelStack), s}}}}}};
+  return out;
+}
+
+}  // namespace kstack::reconciler

@@ -1,0 +1,66 @@
+// The objects a Stack should own (SPEC §4), computed purely from the Stack, its AppType and
+// the KStackConfig: the headless Service, one StatefulSet per role, a Service per member of a
+// role with ports, and the PVC names the StatefulSet controller will create. No I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "catalog/model.h"
+#include "kube/error.h"
+
+namespace kstack::reconciler {
+
+// Labels on everything kstack owns (SPEC §4).
+inline constexpr std::string_view kLabelManagedBy = "app.kubernetes.io/managed-by";
+inline constexpr std::string_view kManagedByValue = "kstack";
+inline constexpr std::string_view kLabelName = "app.kubernetes.io/name";
+inline constexpr std::string_view kLabelStack = "kstack.io/stack";
+inline constexpr std::string_view kLabelRole = "kstack.io/role";
+// Set by the StatefulSet controller on each pod; member Services select on it.
+inline constexpr std::string_view kLabelPodName = "statefulset.kubernetes.io/pod-name";
+// The single container of every member pod.
+inline constexpr std::string_view kContainerName = "app";
+
+struct DesiredMember {
+  std::string role;
+  std::int64_t ordinal = 0;
+  std::string pod;      // also the member Service's name, when the role has ports
+  std::string service;  // empty when the role has no ports
+  std::string pvc;      // empty when the role has no storage
+  std::string fqdn;     // <pod>.<headless>.<namespace><clusterSvcDomainBase>
+};
+
+struct DesiredRole {
+  std::string id;
+  std::string stateful_set_name;
+  std::int64_t replicas = 0;
+  bool has_storage = false;
+  bool has_ports = false;
+  boost::json::value stateful_set;  // the full object kstack would create
+  std::vector<DesiredMember> members;
+};
+
+struct DesiredState {
+  std::string headless_service_name;
+  boost::json::value headless_service;
+  std::vector<DesiredRole> roles;
+  std::vector<boost::json::value> member_services;  // in role, ordinal order
+};
+
+// Fails (kInvalid, naming the field) only on what admission should have refused already:
+// a role missing from the AppType, a role with no image, an unparsable cardinality.
+kube::Result<DesiredState> desired_state(const catalog::Stack& stack, const catalog::AppType& app,
+                                         const catalog::KStackConfig* config);
+
+// The controller ownerReference to the Stack, and the labels common to all owned objects.
+boost::json::object owner_reference(const catalog::Stack& stack);
+// `text` made into a valid label value ("example/kv" -> "example.kv"; ≤ 63 characters).
+std::string label_value(std::string_view text);
+boost::json::object common_labels(const catalog::Stack& stack, const catalog::AppType& app,
+                                  std::string_view role);
+
+}  // namespace kstack::reconciler

@@ -1,0 +1,31 @@
+# ctest label `fuzz`, included from tests/CMakeLists.txt. The fuzzers are a separate CMake
+# project built with clang (tests/fuzz/CMakeLists.txt); the test `fuzz_build` configures and
+# builds it into ${CMAKE_BINARY_DIR}/fuzz (a fixture), then each fuzz_<name> test runs its
+# fuzzer for KSTACK_FUZZ_SECONDS on tests/fuzz/corpus/<target>/. docs/fuzzing.md.
+set(KSTACK_FUZZ_SECONDS 20 CACHE STRING "Seconds each fuzzer runs under ctest -L fuzz")
+find_program(KSTACK_FUZZ_CXX NAMES clang++ clang++-14)
+
+set(_fuzz_source_dir ${CMAKE_CURRENT_LIST_DIR})
+set(_fuzz_binary_dir ${CMAKE_BINARY_DIR}/fuzz)
+
+add_test(NAME fuzz_build
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${_fuzz_source_dir} -DBINARY_DIR=${_fuzz_binary_dir}
+          -DCXX=${KSTACK_FUZZ_CXX} -DGENERATOR=${CMAKE_GENERATOR} -DJOBS=2
+          -P ${_fuzz_source_dir}/build.cmake)
+set_tests_properties(fuzz_build PROPERTIES
+  LABELS fuzz FIXTURES_SETUP kstack_fuzz_build TIMEOUT 1200)
+
+file(GLOB _fuzz_sources CONFIGURE_DEPENDS ${_fuzz_source_dir}/fuzz_*.cpp)
+foreach(_fuzz_source IN LISTS _fuzz_sources)
+  get_filename_component(_fuzz_name ${_fuzz_source} NAME_WE)
+  add_test(NAME ${_fuzz_name}
+    COMMAND ${CMAKE_COMMAND} -DFUZZER=${_fuzz_binary_dir}/${_fuzz_name}
+            -DSEEDS=${_fuzz_source_dir}/corpus/${_fuzz_name}
+            -DDICT=${_fuzz_source_dir}/${_fuzz_name}.dict
+            -DWORK=${_fuzz_binary_dir}/work/${_fuzz_name}
+            -DSECONDS=${KSTACK_FUZZ_SECONDS}
+            -P ${_fuzz_source_dir}/run.cmake)
+  math(EXPR _fuzz_timeout "${KSTACK_FUZZ_SECONDS} + 120")
+  set_tests_properties(${_fuzz_name} PROPERTIES
+    LABELS fuzz FIXTURES_REQUIRED kstack_fuzz_build TIMEOUT ${_fuzz_timeout})
+endforeach()

@@ -1,0 +1,176 @@
+#include "catalog/catalog.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "catalog/memory_catalog.h"
+#include "catalog/parse.h"
+#include "catalog/yaml.h"
+
+namespace kstack::catalog {
+namespace {
+namespace json = boost::json;
+
+json::value yaml(std::string_view text) {
+  auto r = parse_yaml(text);
+  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
+  return r ? *r : json::value{};
+}
+
+json::value apptype(std::string_view ns, std::string_view name, std::string_view version) {
+  json::value v = yaml(R"(kind: AppType
+spec:
+  label: {name: A}
+  distroID: a
+  configSchemaVersion: 1
+  defaultImageRepoTag: img
+  roles: [{id: r, cardinality: "1"}]
+)");
+  v.as_object()["metadata"] = json::object{{"name", name}, {"namespace", ns}};
+  v.at("spec").as_object()["version"] = version;
+  return v;
+}
+
+json::value stack(std::string_view ns, std::string_view name, std::string_view app,
+                  std::string_view where = {}) {
+  json::object spec{{"app", app}, {"roles", json::array{}}};
+  if (!where.empty()) spec["appCatalog"] = where;
+  return json::object{{"kind", "Stack"},
+                      {"metadata", {{"name", name}, {"namespace", ns}}},
+                      {"spec", std::move(spec)}};
+}
+
+json::value storage_class(std::string_view name, bool is_default, std::string_view created,
+                          bool beta = false) {
+  json::object md{{"name", name}, {"creationTimestamp", created}};
+  if (is_default) {
+    md["annotations"] =
+        json::object{{beta ? kBetaDefaultClassAnnotation : kDefaultClassAnnotation, "true"}};
+  }
+  return json::object{{"kind", "StorageClass"}, {"metadata", std::move(md)}};
+}
+
+std::vector<std::string> keys(const std::vector<informer::ObjectPtr>& objects) {
+  std::vector<std::string> out;
+  out.reserve(objects.size());
+  for (const auto& o : objects) out.push_back(informer::object_key(*o));
+  return out;
+}
+
+TEST(Catalog, FindsTheAppLocallyFirstThenInTheSystemNamespace) {
+  MemoryCatalog m;
+  m.add(apptype("kstack-system", "db", "system-version"));
+  m.add(apptype("team-a", "db", "local-version"));
+  const auto& c = m.catalog();
+
+  auto local = c.find_app("team-a", "db");
+  ASSERT_TRUE(local.has_value());
+  EXPECT_EQ(local->catalog, "local");
+  EXPECT_EQ(local->namespace_name, "team-a");
+  EXPECT_EQ(local->app.spec.version, "local-version");
+
+  auto system = c.find_app("team-b", "db");
+  ASSERT_TRUE(system.has_value());
+  EXPECT_EQ(system->catalog, "system");
+  EXPECT_EQ(system->namespace_name, "kstack-system");
+
+  EXPECT_FALSE(c.find_app("team-a", "missing").has_value());
+}
+
+TEST(Catalog, AppCatalogPinsWhereTheAppIsLookedUp) {
+  MemoryCatalog m;
+  m.add(apptype("kstack-system", "db", "system-version"));
+  m.add(apptype("team-a", "db", "local-version"));
+  const auto& c = m.catalog();
+  EXPECT_EQ(c.find_app("team-a", "db", "system")->app.spec.version, "system-version");
+  EXPECT_FALSE(c.find_app("team-b", "db", "local").has_value());
+  EXPECT_FALSE(c.find_app("team-a", "db", "elsewhere").has_value());
+
+  FieldErrors errors;
+  auto s = decode_stack(stack("team-a", "s", "db", "system"), errors);
+  EXPECT_EQ(c.find_app(s)->catalog, "system");
+}
+
+TEST(Catalog, SystemNamespaceIsConfigurable) {
+  CatalogOptions opts;
+  opts.system_namespace = "ops";
+  MemoryCatalog m(opts);
+  m.add(apptype("ops", "db", "v"));
+  EXPECT_EQ(m.catalog().system_namespace(), "ops");
+  EXPECT_EQ(m.catalog().find_app("team-a", "db")->namespace_name, "ops");
+}
+
+TEST(Catalog, IndexListsTheStacksUsingAnAppAndFollowsChanges) {
+  MemoryCatalog m;
+  m.add(stack("team-a", "s1", "db", "local"));
+  m.add(stack("team-a", "s2", "db", "system"));
+  m.add(stack("team-b", "s3", "db", "system"));
+  m.add(stack("team-a", "s4", "other", "local"));
+  const auto& c = m.catalog();
+  EXPECT_EQ(keys(c.stacks_using("team-a", "db")), std::vector<std::string>{"team-a/s1"});
+  EXPECT_EQ(keys(c.stacks_using("kstack-system", "db")),
+            (std::vector<std::string>{"team-a/s2", "team-b/s3"}));
+
+  m.add(stack("team-a", "s1", "other", "local"));  // re-pointed: leaves the db index
+  EXPECT_TRUE(c.stacks_using("team-a", "db").empty());
+  m.remove("Stack", "team-b/s3");
+  EXPECT_EQ(keys(c.stacks_using("kstack-system", "db")), std::vector<std::string>{"team-a/s2"});
+}
+
+TEST(Catalog, AStackWithoutAppCatalogProtectsBothPossibleApps) {
+  auto index = stacks_by_app_index("kstack-system");
+  EXPECT_EQ(index(stack("team-a", "s", "db")),
+            (std::vector<std::string>{"team-a/db", "kstack-system/db"}));
+  EXPECT_EQ(index(stack("kstack-system", "s", "db")), std::vector<std::string>{"kstack-system/db"});
+  EXPECT_TRUE(index(json::object{{"metadata", {{"name", "x"}}}}).empty());
+}
+
+TEST(Catalog, ReadsKStackConfigOnlyFromTheOperatorNamespace) {
+  MemoryCatalog m;
+  EXPECT_FALSE(m.catalog().config().has_value());
+  m.add(
+      yaml("kind: KStackConfig\nmetadata: {name: kstack-config, namespace: elsewhere}\n"
+           "spec: {defaultServiceType: NodePort}\n"));
+  EXPECT_FALSE(m.catalog().config().has_value());
+  m.add(
+      yaml("kind: KStackConfig\nmetadata: {name: kstack-config, namespace: kstack-system}\n"
+           "spec: {defaultServiceType: NodePort, defaultStorageClassName: gold}\n"));
+  ASSERT_TRUE(m.catalog().config().has_value());
+  EXPECT_EQ(m.catalog().config()->spec.default_service_type, "NodePort");
+  EXPECT_EQ(m.catalog().default_storage_class(), "gold");  // config wins over the cluster
+}
+
+TEST(Catalog, StorageClassesExistenceAndTheNewestDefault) {
+  MemoryCatalog m;
+  const auto& c = m.catalog();
+  EXPECT_TRUE(c.knows_storage_classes());
+  EXPECT_FALSE(c.cluster_default_storage_class().has_value());
+  m.add(storage_class("slow", false, "2024-01-01T00:00:00Z"));
+  m.add(storage_class("old-default", true, "2023-01-01T00:00:00Z", /*beta=*/true));
+  EXPECT_EQ(c.cluster_default_storage_class(), "old-default");
+  m.add(storage_class("new-default", true, "2024-06-01T00:00:00Z"));
+  EXPECT_EQ(c.cluster_default_storage_class(), "new-default");
+  EXPECT_EQ(c.default_storage_class(), "new-default");
+  EXPECT_TRUE(c.storage_class_exists("slow"));
+  EXPECT_FALSE(c.storage_class_exists("fast"));
+}
+
+TEST(Catalog, OfflineCatalogDoesNotKnowStorageClasses) {
+  MemoryCatalog m(CatalogOptions{}, /*know_storage_classes=*/false);
+  EXPECT_FALSE(m.catalog().knows_storage_classes());
+  EXPECT_FALSE(m.catalog().storage_class_exists("anything"));
+}
+
+TEST(Catalog, WorksOverPlainStoresWithoutMemoryCatalog) {
+  informer::Store apptypes, stacks;
+  apptypes.upsert(std::make_shared<const json::value>(apptype("kstack-system", "db", "v")));
+  stacks.upsert(std::make_shared<const json::value>(stack("ns", "s", "db", "system")));
+  Catalog c(CatalogStores{&apptypes, &stacks, nullptr, nullptr});
+  EXPECT_TRUE(c.find_app("ns", "db").has_value());
+  EXPECT_EQ(keys(c.stacks_using("kstack-system", "db")), std::vector<std::string>{"ns/s"});
+  EXPECT_FALSE(c.config().has_value());
+  EXPECT_FALSE(c.knows_storage_classes());
+}
+
+}  // namespace
+}  // namespace kstack::catalog

@@ -1,0 +1,78 @@
+#include "validator/rules/config_rules.h"
+
+#include <fmt/format.h>
+
+#include "catalog/parse.h"
+
+namespace kstack::validator {
+
+namespace {
+
+void check_enum(const std::optional<std::string>& value, const std::string& path,
+                std::initializer_list<std::string_view> allowed, Violations& out) {
+  if (!value) return;
+  std::string list;
+  for (auto a : allowed) {
+    if (*value == a) return;
+    list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", a);
+  }
+  out.push_back(
+      {path, fmt::format("unsupported value \"{}\": supported values: {}", *value, list)});
+}
+
+}  // namespace
+
+Violations validate_kstack_config(const catalog::KStackConfig& config,
+                                  const catalog::Catalog& catalog) {
+  Violations out;
+  const auto& md = config.metadata;
+  if (!md.name.empty() && md.name != catalog::kConfigName) {
+    out.push_back({"metadata.name", fmt::format("must be \"{}\": the operator reads only that "
+                                                "object",
+                                                catalog::kConfigName)});
+  }
+  if (md.namespace_name != catalog.system_namespace()) {
+    out.push_back({"metadata.namespace", fmt::format("must be the operator's namespace \"{}\"",
+                                                     catalog.system_namespace())});
+  }
+  const auto& s = config.spec;
+  check_enum(s.default_service_type, "spec.defaultServiceType",
+             {catalog::kServiceTypeClusterIP, catalog::kServiceTypeNodePort,
+              catalog::kServiceTypeLoadBalancer},
+             out);
+  check_enum(s.default_naming_scheme, "spec.defaultNamingScheme",
+             {catalog::kNamingCrNameRole, catalog::kNamingUID}, out);
+  if (const auto& base = s.cluster_svc_domain_base) {
+    if (base->size() < 2 || base->front() != '.') {
+      out.push_back({"spec.clusterSvcDomainBase",
+                     "must start with '.' followed by a DNS domain (e.g. .svc.cluster.local)"});
+    } else {
+      add_errors(out, "spec.clusterSvcDomainBase", dns1123_subdomain_errors(base->substr(1)));
+    }
+  }
+  if (const auto& cls = s.default_storage_class_name; cls && !cls->empty()) {
+    add_errors(out, "spec.defaultStorageClassName", dns1123_subdomain_errors(*cls));
+    if (catalog.knows_storage_classes() && !catalog.storage_class_exists(*cls)) {
+      out.push_back(
+          {"spec.defaultStorageClassName", fmt::format("StorageClass \"{}\" not found", *cls)});
+    }
+  }
+  validate_labels(s.pod_labels, "spec.podLabels", out);
+  validate_no_reserved_keys(s.pod_labels, "spec.podLabels", out);
+  validate_labels(s.service_labels, "spec.serviceLabels", out);
+  validate_no_reserved_keys(s.service_labels, "spec.serviceLabels", out);
+  validate_annotations(s.pod_annotations, "spec.podAnnotations", out);
+  validate_annotations(s.service_annotations, "spec.serviceAnnotations", out);
+  return out;
+}
+
+Violations validate_kstack_config_object(const boost::json::value& object,
+                                         const catalog::Catalog& catalog) {
+  Violations out;
+  auto config = catalog::decode_kstack_config(object, out);
+  auto more = validate_kstack_config(config, catalog);
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+}  // namespace kstack::validator

@@ -1,0 +1,25 @@
+// KStackConfig admission rules (SPEC §2.3): the one object `kstack-config` in the operator's
+// namespace, holding defaults for Stacks and labels/annotations for generated objects.
+#pragma once
+
+#include <boost/json/value.hpp>
+
+#include "catalog/catalog.h"
+#include "catalog/model.h"
+#include "validator/rules/syntax.h"
+
+namespace kstack::validator {
+
+//  - metadata.name is kstack-config and metadata.namespace the operator's (catalog's system)
+//  - defaultServiceType / defaultNamingScheme enums
+//  - clusterSvcDomainBase starts with '.' followed by a DNS subdomain
+//  - defaultStorageClassName names an existing StorageClass (when StorageClasses are known)
+//  - pod/service labels valid and without the kstack.io/ prefix; annotations valid
+Violations validate_kstack_config(const catalog::KStackConfig& config,
+                                  const catalog::Catalog& catalog);
+
+// Decoding problems plus validate_kstack_config().
+Violations validate_kstack_config_object(const boost::json::value& object,
+                                         const catalog::Catalog& catalog);
+
+}  // namespace kstack::validator

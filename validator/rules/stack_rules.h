@@ -1,0 +1,37 @@
+// Stack admission rules (SPEC §3). Pure functions over the Stack and the catalog (the
+// operator's watch caches, or a MemoryCatalog); each returns every violation it finds.
+#pragma once
+
+#include <boost/json/value.hpp>
+
+#include "catalog/catalog.h"
+#include "catalog/model.h"
+#include "validator/rules/syntax.h"
+
+namespace kstack::validator {
+
+// CREATE and UPDATE (the new object). Accepts objects not yet defaulted (kstack validate
+// reads manifests): a missing members means the cardinality minimum, a missing
+// storageClassName means "a default must resolve".
+//  - spec.app resolves (local, then system; appCatalog, when given, is where it must be)
+//  - serviceType, namingScheme, appCatalog enums
+//  - role ids exist in the app and are unique; members ≥ 0 and fits the cardinality;
+//    the app's selected roles with minimum > 0 are present; total members ≤ 1000
+//  - resources: quantities parse, requests ≤ limits, requests (or limits) meet minResources
+//  - storage: size > 0 and ≥ minStorage; no storage only if the role allows ephemeral mode;
+//    the storage class exists or a default resolves (when the catalog knows StorageClasses)
+//  - podLabels/serviceLabels/nodeSelector valid label maps without the kstack.io/ prefix,
+//    podAnnotations/serviceAnnotations valid annotation maps; env names; serviceAccountName
+//  - CrNameRole names: headless Service (DNS-1035, ≤ 63), StatefulSet (≤ 52), pods and member
+//    Services at the highest ordinal (≤ 63), PVCs (≤ 253)
+Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& catalog);
+
+// Decoding problems plus validate_stack().
+Violations validate_stack_object(const boost::json::value& object, const catalog::Catalog& catalog);
+
+// UPDATE only: app, appCatalog and namingScheme are immutable once set; a role that had
+// members keeps every field except members, pod/service labels and annotations (frozen
+// until live role upgrade exists).
+Violations validate_stack_update(const catalog::Stack& old_stack, const catalog::Stack& new_stack);
+
+}  // namespace kstack::validator

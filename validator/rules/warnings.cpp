@@ -1,0 +1,76 @@
+#include "validator/rules/warnings.h"
+
+#include <functional>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "catalog/field_error.h"
+#include "catalog/model.h"
+
+namespace kstack::validator {
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view kNotSupported = "not yet supported by kstack; ignored";
+constexpr std::string_view kIgnored = "has no effect in kstack; ignored";
+
+const json::object* child_object(const json::object* o, std::string_view key) {
+  const auto* v = o ? o->if_contains(key) : nullptr;
+  return v ? v->if_object() : nullptr;
+}
+
+void warn_fields(const json::object* o, const std::string& path,
+                 std::initializer_list<std::string_view> fields, std::string_view why,
+                 std::vector<std::string>& out) {
+  if (o == nullptr) return;
+  for (auto f : fields) {
+    if (o->contains(f)) out.push_back(fmt::format("{}: {}", catalog::child_path(path, f), why));
+  }
+}
+
+void for_each_role(const json::object* spec,
+                   const std::function<void(const json::object*, const std::string&)>& fn) {
+  const auto* roles_v = spec ? spec->if_contains("roles") : nullptr;
+  const auto* roles = roles_v ? roles_v->if_array() : nullptr;
+  if (roles == nullptr) return;
+  for (std::size_t i = 0; i < roles->size(); ++i) {
+    fn((*roles)[i].if_object(), catalog::index_path("spec.roles", i));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> field_warnings(std::string_view kind, const json::value& object) {
+  std::vector<std::string> out;
+  const auto* spec = child_object(object.if_object(), "spec");
+  if (spec == nullptr) return out;
+  if (kind == catalog::kStackKind) {
+    warn_fields(spec, "spec", {"connections", "defaultSecret"}, kNotSupported, out);
+    for_each_role(spec, [&](const json::object* role, const std::string& p) {
+      warn_fields(role, p,
+                  {"secret", "secretKeys", "blockStorage", "fileInjections", "volumeProjections",
+                   "sharedMemory"},
+                  kNotSupported, out);
+    });
+  } else if (kind == catalog::kAppTypeKind) {
+    warn_fields(spec, "spec", {"defaultMaxLogSizeDump"}, kIgnored, out);
+    warn_fields(child_object(spec, "defaultConfigPackage"), "spec.defaultConfigPackage",
+                {"useNewSetupLayout"}, kIgnored, out);
+    for_each_role(spec, [&](const json::object* role, const std::string& p) {
+      warn_fields(role, p, {"maxLogSizeDump"}, kIgnored, out);
+      warn_fields(child_object(role, "configPackage"), catalog::child_path(p, "configPackage"),
+                  {"useNewSetupLayout"}, kIgnored, out);
+    });
+  } else if (kind == catalog::kKStackConfigKind) {
+    warn_fields(
+        spec, "spec",
+        {"nativeSystemdSupport", "requiredSecretPrefix", "masterEncryptionKey",
+         "backupClusterStatus", "allowRestoreWithoutConnections", "forceSharedMemorySizeSupport"},
+        kIgnored, out);
+  }
+  return out;
+}
+
+}  // namespace kstack::validator
