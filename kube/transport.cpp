@@ -544,7 +544,8 @@ Outcome TransportImpl::send_on(Stream& s, Connection& c, const Call& call,
   response.status = static_cast<int>(p.get().result_int());
   copy_headers(p.get(), response);
   response.body = std::move(p.get().body());
-  out.keep = p.is_done() && !p.need_eof() && c.buffer.size() == 0;
+  // `Connection: close` (keep_alive() false) means the server is closing this socket.
+  out.keep = p.is_done() && !p.need_eof() && p.get().keep_alive() && c.buffer.size() == 0;
   out.result = std::move(response);
   return out;
 }
@@ -624,7 +625,8 @@ Outcome TransportImpl::stream_on(Stream& s, Connection& c, const Call& call,
       return out;
     }
   }
-  out.keep = p.is_done() && !p.need_eof() && c.buffer.size() == 0;
+  // `Connection: close` (keep_alive() false) means the server is closing this socket.
+  out.keep = p.is_done() && !p.need_eof() && p.get().keep_alive() && c.buffer.size() == 0;
   out.result = std::move(response);
   return out;
 }

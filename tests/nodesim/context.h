@@ -1,0 +1,81 @@
+// What the simulator's parts share: options, the node's identity, the API client, the
+// informer caches, the runtime and the "node lost" switch. Owned by Simulator.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "informer/informer.h"
+#include "informer/work_queue.h"
+#include "kube/client.h"
+#include "tests/nodesim/fit.h"
+#include "tests/nodesim/runtime.h"
+
+namespace kstack::nodesim {
+
+// Names on API objects.
+inline constexpr const char* kProvisionerName = "kstack.io/nodesim";
+inline constexpr const char* kNodeLabel = "kstack.io/nodesim";  // "true" on simulated nodes
+inline constexpr const char* kInstanceAnnotation = "kstack.io/nodesim-instance";
+inline constexpr const char* kControlPortAnnotation = "kstack.io/nodesim-control-port";
+inline constexpr const char* kPvNodeAnnotation = "kstack.io/nodesim-node";
+inline constexpr const char* kProvisionedByAnnotation = "pv.kubernetes.io/provisioned-by";
+inline constexpr const char* kDefaultClassAnnotation =
+    "storageclass.kubernetes.io/is-default-class";
+inline constexpr const char* kDefaultSchedulerName = "default-scheduler";
+inline constexpr const char* kKubeletVersion = "v1.20.2";
+
+// Defaults, as a kubelet's (nodeLeaseDurationSeconds 40, renew interval 10 s).
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{10'000};
+inline constexpr int kLeaseDurationSeconds = 40;
+
+struct Options {
+  std::string kubeconfig;  // "" = KUBECONFIG / ~/.kube/config
+  std::string node_name;
+  std::filesystem::path state_dir;
+  int port = 0;          // HTTPS exec endpoint; 0 = any free port
+  int control_port = 0;  // plain-HTTP test controls; 0 = any free port
+  std::map<std::string, std::string> labels;
+  std::string cpu = "8";
+  std::string memory = "16Gi";
+  int pods = 110;
+  std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
+  std::string storage_class = "standard";  // "" = create none
+  std::string instance_id;                 // annotation kInstanceAnnotation, for launchers
+  std::string bwrap = "/usr/bin/bwrap";
+  int kubelet_workers = 4;
+};
+
+namespace resources {
+// storage.k8s.io/v1 StorageClass (kube/resource.h lists what kstack itself uses).
+inline const kube::ResourceType kStorageClasses{"storage.k8s.io", "v1", "storageclasses",
+                                                "StorageClass", false};
+}  // namespace resources
+
+inline informer::WorkQueueOptions queue_options(std::string name) {
+  informer::WorkQueueOptions o;
+  o.name = std::move(name);
+  return o;
+}
+
+struct Context {
+  Options options;
+  NodeInfo node;
+  std::shared_ptr<kube::Client> client;
+  informer::Informer* pods = nullptr;  // all namespaces
+  informer::Informer* claims = nullptr;
+  informer::Informer* volumes = nullptr;
+  informer::Informer* classes = nullptr;
+  Runtime* runtime = nullptr;
+  // Heartbeats stopped (POST /heartbeats/stop): the node is "lost", so its kubelet and
+  // scheduler stop writing to the API too, as a partitioned node would.
+  std::atomic<bool> lost{false};
+
+  std::filesystem::path volumes_dir() const { return options.state_dir / "volumes"; }
+};
+
+}  // namespace kstack::nodesim

@@ -1,0 +1,164 @@
+// Pod spec to runtime config (see pod_config.h).
+#include "tests/nodesim/pod_config.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "tests/nodesim/json_util.h"
+
+namespace kstack::nodesim {
+
+namespace json = boost::json;
+
+namespace {
+
+// The kubelet's expansion of $(VAR) in env values: defined names are replaced, $$ is a
+// literal $, and unknown references stay as written.
+std::string expand(const std::string& value,
+                   const std::vector<std::pair<std::string, std::string>>& env) {
+  std::string out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    if (value[i] == '$' && i + 1 < value.size() && value[i + 1] == '$') {
+      out += '$';
+      ++i;
+      continue;
+    }
+    if (value[i] == '$' && i + 1 < value.size() && value[i + 1] == '(') {
+      auto close = value.find(')', i + 2);
+      if (close != std::string::npos) {
+        std::string name = value.substr(i + 2, close - i - 2);
+        const std::string* found = nullptr;
+        for (const auto& [k, v] : env) {
+          if (k == name) found = &v;
+        }
+        if (found != nullptr) {
+          out += *found;
+          i = close;
+          continue;
+        }
+      }
+    }
+    out += value[i];
+  }
+  return out;
+}
+
+std::string field_ref(const json::value& pod, const std::string& path) {
+  if (path == "metadata.name") return str(pod, "/metadata/name");
+  if (path == "metadata.namespace") return str(pod, "/metadata/namespace");
+  if (path == "metadata.uid") return str(pod, "/metadata/uid");
+  if (path == "spec.nodeName") return str(pod, "/spec/nodeName");
+  if (path == "spec.serviceAccountName") return str(pod, "/spec/serviceAccountName");
+  if (path == "status.hostIP") return "127.0.0.1";
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> container_env(const json::value& pod, const json::value& container,
+                                       const std::string& hostname,
+                                       std::vector<std::string>& notes) {
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"PATH", kDefaultPath}, {"HOSTNAME", hostname}, {"HOME", "/root"}};
+  auto set = [&](const std::string& k, std::string v) {
+    for (auto& [name, value] : env) {
+      if (name == k) {
+        value = std::move(v);
+        return;
+      }
+    }
+    env.emplace_back(k, std::move(v));
+  };
+  if (arr(container, "/envFrom") != nullptr) {
+    notes.push_back("envFrom is not supported; skipped");
+  }
+  if (const auto* list = arr(container, "/env")) {
+    for (const auto& e : *list) {
+      std::string name = str(e, "/name");
+      if (name.empty()) continue;
+      if (find(e, "/valueFrom") != nullptr) {
+        std::string path = str(e, "/valueFrom/fieldRef/fieldPath");
+        std::string value = path.empty() ? std::string() : field_ref(pod, path);
+        if (value.empty()) {
+          notes.push_back(fmt::format("env {}: valueFrom is not supported here; skipped", name));
+          continue;
+        }
+        set(name, value);
+        continue;
+      }
+      set(name, expand(str(e, "/value"), env));
+    }
+  }
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+tl::expected<PodConfig, std::string> build_pod_config(const json::value& pod,
+                                                      const VolumeResolver& resolve,
+                                                      std::vector<std::string>& notes) {
+  PodConfig config;
+  config.namespace_name = str(pod, "/metadata/namespace");
+  config.name = str(pod, "/metadata/name");
+  config.uid = str(pod, "/metadata/uid");
+  config.hostname = str(pod, "/spec/hostname");
+  if (config.hostname.empty()) config.hostname = config.name.substr(0, 63);
+  if (auto sub = str(pod, "/spec/subdomain"); !sub.empty()) {
+    config.fqdn =
+        fmt::format("{}.{}.{}.svc.cluster.local", config.hostname, sub, config.namespace_name);
+  }
+
+  std::map<std::string, ResolvedVolume> volumes;
+  if (const auto* list = arr(pod, "/spec/volumes")) {
+    for (const auto& v : *list) {
+      auto resolved = resolve(v);
+      if (!resolved) return tl::unexpected(resolved.error());
+      volumes.emplace(str(v, "/name"), std::move(*resolved));
+    }
+  }
+  if (const auto* inits = arr(pod, "/spec/initContainers")) {
+    for (const auto& c : *inits) {
+      config.init_containers.emplace_back(str(c, "/name"), str(c, "/image"));
+    }
+  }
+  if (const auto* containers = arr(pod, "/spec/containers")) {
+    for (const auto& c : *containers) {
+      ContainerConfig cc;
+      cc.name = str(c, "/name");
+      cc.image = str(c, "/image");
+      cc.working_dir = str(c, "/workingDir");
+      cc.env = container_env(pod, c, config.hostname, notes);
+      if (const auto* mounts = arr(c, "/volumeMounts")) {
+        for (const auto& m : *mounts) {
+          std::string name = str(m, "/name");
+          std::string target = str(m, "/mountPath");
+          auto it = volumes.find(name);
+          if (it == volumes.end() || target.empty() || target[0] != '/') {
+            notes.push_back(fmt::format("container {}: mount of volume {} at \"{}\" skipped",
+                                        cc.name, name, target));
+            continue;
+          }
+          if (!str(m, "/subPathExpr").empty()) {
+            notes.push_back(fmt::format("container {}: subPathExpr is not supported", cc.name));
+          }
+          std::string sub = str(m, "/subPath");
+          if (!safe_relative_path(sub)) {
+            return tl::unexpected(fmt::format("invalid subPath \"{}\" of volume {}", sub, name));
+          }
+          BindMount bind;
+          bind.source = sub.empty() ? it->second.path : it->second.path / sub;
+          bind.target = target;
+          bind.read_only = flag(m, "/readOnly") || it->second.read_only;
+          cc.mounts.push_back(std::move(bind));
+        }
+      }
+      config.containers.push_back(std::move(cc));
+    }
+  }
+  if (config.containers.empty()) return tl::unexpected(std::string("pod has no containers"));
+  return config;
+}
+
+}  // namespace kstack::nodesim

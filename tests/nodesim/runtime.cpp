@@ -1,0 +1,288 @@
+// The simulated container runtime (see runtime.h).
+#include "tests/nodesim/runtime.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "tests/nodesim/json_util.h"
+
+namespace kstack::nodesim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string hosts_file(const PodConfig& config, const std::string& ip) {
+  std::string names = config.fqdn.empty() ? config.hostname : config.fqdn + "\t" + config.hostname;
+  return fmt::format(
+      "# Kubernetes-managed hosts file (kstack-nodesim).\n"
+      "127.0.0.1\tlocalhost\n"
+      "::1\tlocalhost ip6-localhost ip6-loopback\n"
+      "fe00::0\tip6-localnet\n"
+      "fe00::0\tip6-mcastprefix\n"
+      "fe00::1\tip6-allnodes\n"
+      "fe00::2\tip6-allrouters\n"
+      "{}\t{}\n",
+      ip, names);
+}
+
+std::uint32_t fnv1a(const std::string& s) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+}  // namespace
+
+Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {}
+
+Runtime::~Runtime() { kill_all(); }
+
+fs::path Runtime::pod_dir(const std::string& ns, const std::string& name,
+                          const std::string& uid) const {
+  return pods_dir() / fmt::format("{}_{}_{}", ns, name, uid);
+}
+
+std::string Runtime::allocate_ip_locked(const std::string& uid) const {
+  std::set<std::string> used;
+  for (const auto& [u, pod] : pods_) used.insert(pod.state.pod_ip);
+  // 127.0.0.2 .. 127.0.0.254, starting at a place derived from the uid.
+  const std::uint32_t start = fnv1a(uid) % 253;
+  for (std::uint32_t i = 0; i < 253; ++i) {
+    std::string ip = fmt::format("127.0.0.{}", 2 + (start + i) % 253);
+    if (used.count(ip) == 0) return ip;
+  }
+  return fmt::format("127.0.0.{}", 2 + start);
+}
+
+PodState Runtime::snapshot(const Pod& pod) {
+  PodState s = pod.state;
+  s.containers.clear();
+  for (const auto& c : pod.containers) s.containers.push_back(c.state);
+  return s;
+}
+
+tl::expected<void, std::string> Runtime::start_container(Pod& pod, Container& c) {
+  const fs::path root = pod.dir / "containers" / c.config.name;
+  if (fs::exists(root)) {
+    if (auto r = remove_inside(pod.dir, root); !r) return r;
+  }
+  SandboxSpec spec;
+  spec.root = root;
+  spec.hostname = pod.config.hostname;
+  spec.hosts_file = hosts_file(pod.config, pod.state.pod_ip);
+  spec.mounts = c.config.mounts;
+  if (auto r = prepare_root(spec); !r) return r;
+  for (const auto& m : spec.mounts) {
+    std::error_code ec;
+    if (!fs::exists(m.source, ec))
+      return tl::unexpected("volume source missing: " + m.source.string());
+  }
+  auto process =
+      start_sandbox(options_.bwrap, bwrap_args(spec),
+                    pod.dir / "containers" / (c.config.name + ".log"), options_.start_timeout);
+  if (!process) return tl::unexpected(process.error());
+  c.process = *process;
+  c.state.id = std::string(kContainerIdPrefix) + random_uuid();
+  c.state.started_at = now_time();
+  c.state.terminated.reset();
+  spdlog::info("started container {}/{}/{} as {} (sandbox pid {})", pod.config.namespace_name,
+               pod.config.name, c.config.name, c.state.id, c.process.init_pid);
+  return {};
+}
+
+tl::expected<PodState, std::string> Runtime::run_pod(PodConfig config, const PodState* previous) {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(config.uid);
+  if (it != pods_.end()) return snapshot(it->second);
+
+  Pod pod;
+  pod.dir = pod_dir(config.namespace_name, config.name, config.uid);
+  pod.state.uid = config.uid;
+  pod.state.host_ip = options_.host_ip;
+  pod.state.pod_ip = previous != nullptr && !previous->pod_ip.empty()
+                         ? previous->pod_ip
+                         : allocate_ip_locked(config.uid);
+  pod.state.start_time =
+      previous != nullptr && !previous->start_time.empty() ? previous->start_time : now_time();
+  std::error_code ec;
+  fs::create_directories(pod.dir / "containers", ec);
+  if (ec) return tl::unexpected("create " + pod.dir.string() + ": " + ec.message());
+  for (const auto& [name, image] : config.init_containers) {
+    ContainerState init;
+    init.name = name;
+    init.image = image;
+    init.id = std::string(kContainerIdPrefix) + random_uuid();
+    init.terminated =
+        Termination{0, "Completed", pod.state.start_time, pod.state.start_time, init.id};
+    pod.state.init_containers.push_back(std::move(init));
+  }
+  for (const auto& cc : config.containers) {
+    Container c;
+    c.config = cc;
+    c.state.name = cc.name;
+    c.state.image = cc.image;
+    if (previous != nullptr) {
+      auto prev = std::find_if(previous->containers.begin(), previous->containers.end(),
+                               [&](const ContainerState& p) { return p.name == cc.name; });
+      if (prev != previous->containers.end() && !prev->id.empty()) {
+        // The simulator restarted: its sandboxes are gone, so this is a container restart.
+        c.state.restart_count = prev->restart_count + 1;
+        c.state.last_termination =
+            Termination{137, "Error", prev->started_at, now_time(), prev->id};
+      }
+    }
+    pod.containers.push_back(std::move(c));
+  }
+  pod.config = std::move(config);
+  for (auto& c : pod.containers) {
+    if (auto r = start_container(pod, c); !r) {
+      for (auto& started : pod.containers) kill_sandbox(started.process);
+      return tl::unexpected(r.error());
+    }
+  }
+  auto state = snapshot(pod);
+  pods_.emplace(pod.config.uid, std::move(pod));
+  return state;
+}
+
+bool Runtime::has_pod(const std::string& uid) const {
+  std::lock_guard lock(mu_);
+  return pods_.count(uid) != 0;
+}
+
+std::optional<PodState> Runtime::pod_state(const std::string& uid) const {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return std::nullopt;
+  return snapshot(it->second);
+}
+
+std::optional<std::string> Runtime::uid_of(const std::string& ns, const std::string& name) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [uid, pod] : pods_) {
+    if (pod.config.namespace_name == ns && pod.config.name == name) return uid;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> Runtime::pod_uids() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [uid, pod] : pods_) out.push_back(uid);
+  return out;
+}
+
+tl::expected<PodState, std::string> Runtime::restart(const std::string& uid,
+                                                     const std::string& container, int exit_code) {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return tl::unexpected(std::string("pod not running on this node"));
+  Pod& pod = it->second;
+  if (pod.state.failed) return tl::unexpected(std::string("pod has failed; it is not restarted"));
+  bool found = false;
+  for (auto& c : pod.containers) {
+    if (!container.empty() && c.config.name != container) continue;
+    found = true;
+    kill_sandbox(c.process);
+    c.state.last_termination = Termination{exit_code, exit_code == 0 ? "Completed" : "Error",
+                                           c.state.started_at, now_time(), c.state.id};
+    c.state.restart_count += 1;
+    if (auto r = start_container(pod, c); !r) return tl::unexpected(r.error());
+  }
+  if (!found) return tl::unexpected("no container \"" + container + "\" in the pod");
+  return snapshot(pod);
+}
+
+tl::expected<PodState, std::string> Runtime::fail(const std::string& uid, int exit_code) {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return tl::unexpected(std::string("pod not running on this node"));
+  Pod& pod = it->second;
+  pod.state.failed = true;
+  for (auto& c : pod.containers) {
+    kill_sandbox(c.process);
+    if (!c.state.terminated) {
+      c.state.terminated = Termination{exit_code, exit_code == 0 ? "Completed" : "Error",
+                                       c.state.started_at, now_time(), c.state.id};
+    }
+  }
+  return snapshot(pod);
+}
+
+std::optional<PodState> Runtime::restart_dead_containers(const std::string& uid) {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end() || it->second.state.failed) return std::nullopt;
+  Pod& pod = it->second;
+  bool changed = false;
+  for (auto& c : pod.containers) {
+    if (c.state.terminated || !sandbox_exited(c.process)) continue;
+    spdlog::warn("container {}/{}/{} ({}) died; restarting it", pod.config.namespace_name,
+                 pod.config.name, c.config.name, c.state.id);
+    c.state.last_termination =
+        Termination{137, "Error", c.state.started_at, now_time(), c.state.id};
+    c.state.restart_count += 1;
+    if (auto r = start_container(pod, c); !r) {
+      spdlog::error("restarting {}: {}", c.config.name, r.error());
+      c.state.terminated = Termination{137, "Error", c.state.started_at, now_time(), c.state.id};
+    }
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  return snapshot(pod);
+}
+
+void Runtime::remove_pod(const std::string& uid) {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return;
+  for (auto& c : it->second.containers) kill_sandbox(c.process);
+  if (auto r = remove_inside(pods_dir(), it->second.dir); !r) spdlog::warn("{}", r.error());
+  pods_.erase(it);
+}
+
+void Runtime::kill_all() {
+  std::lock_guard lock(mu_);
+  for (auto& [uid, pod] : pods_) {
+    for (auto& c : pod.containers) kill_sandbox(c.process);
+  }
+}
+
+tl::expected<ExecTarget, LookupFailure> Runtime::exec_target(const std::string& ns,
+                                                             const std::string& name,
+                                                             const std::string& uid,
+                                                             const std::string& container) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [pod_uid, pod] : pods_) {
+    if (pod.config.namespace_name != ns || pod.config.name != name) continue;
+    if (!uid.empty() && uid != pod_uid) continue;
+    for (const auto& c : pod.containers) {
+      if (c.config.name != container) continue;
+      if (c.state.terminated || c.process.init_pid <= 0) {
+        return tl::unexpected(
+            LookupFailure{400, fmt::format("container not running ({})", c.state.id)});
+      }
+      return ExecTarget{c.process.init_pid, c.state.id, c.config.env, c.config.working_dir};
+    }
+    return tl::unexpected(
+        LookupFailure{404, fmt::format("container not found (\"{}\")", container)});
+  }
+  return tl::unexpected(LookupFailure{404, "pod does not exist"});
+}
+
+std::optional<fs::path> Runtime::container_dir(const std::string& uid,
+                                               const std::string& container) const {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return std::nullopt;
+  for (const auto& c : it->second.containers) {
+    if (c.config.name == container) return it->second.dir / "containers" / container;
+  }
+  return std::nullopt;
+}
+
+}  // namespace kstack::nodesim

@@ -1,0 +1,120 @@
+// The simulated container runtime: one bubblewrap sandbox per container, grouped by pod, with
+// container IDs, restart counts and exit codes, and the lookup the exec endpoint uses.
+// Thread-safe. Directory layout (docs/nodesim.md):
+//   <state>/pods/<namespace>_<name>_<uid>/containers/<container>/{etc,opt,var,tmp,...}
+//   <state>/pods/<namespace>_<name>_<uid>/containers/<container>.log   (bwrap's stderr)
+//   <state>/pods/<namespace>_<name>_<uid>/volumes/<volume>             (emptyDir, projections)
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "tests/nodesim/pod_state.h"
+#include "tests/nodesim/process.h"
+#include "tests/nodesim/sandbox.h"
+
+namespace kstack::nodesim {
+
+struct ContainerConfig {
+  std::string name;
+  std::string image;
+  std::vector<BindMount> mounts;  // volumes (PVC directories, emptyDirs, projections)
+  std::vector<std::string> env;   // KEY=VALUE
+  std::string working_dir;
+};
+
+struct PodConfig {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::string hostname;  // spec.hostname or the pod name
+  std::string fqdn;      // hostname.subdomain.ns.svc.cluster.local when spec.subdomain is set
+  std::vector<std::pair<std::string, std::string>> init_containers;  // name, image
+  std::vector<ContainerConfig> containers;
+};
+
+struct RuntimeOptions {
+  std::filesystem::path state_dir;
+  std::string bwrap = "/usr/bin/bwrap";
+  std::string host_ip = "127.0.0.1";
+  std::chrono::milliseconds start_timeout{20'000};
+};
+
+struct LookupFailure {
+  int http_status = 404;
+  std::string message;
+};
+
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options);
+  ~Runtime();  // kills every sandbox (directories are kept)
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const RuntimeOptions& options() const { return options_; }
+  std::filesystem::path pods_dir() const { return options_.state_dir / "pods"; }
+  std::filesystem::path pod_dir(const std::string& ns, const std::string& name,
+                                const std::string& uid) const;
+
+  // Starts every container of a pod not running yet. `previous` (a pod this node ran before
+  // the simulator restarted) carries restart counts, start time and pod IP forward.
+  tl::expected<PodState, std::string> run_pod(PodConfig config, const PodState* previous);
+  bool has_pod(const std::string& uid) const;
+  std::optional<PodState> pod_state(const std::string& uid) const;
+  std::optional<std::string> uid_of(const std::string& ns, const std::string& name) const;
+  std::vector<std::string> pod_uids() const;
+
+  // Kills and starts the container(s) again with fresh private dirs ("" = every container):
+  // new container ID, restartCount + 1, lastState terminated with `exit_code`.
+  tl::expected<PodState, std::string> restart(const std::string& uid, const std::string& container,
+                                              int exit_code);
+  // Kills every container and marks them terminated with `exit_code`; the pod is Failed.
+  tl::expected<PodState, std::string> fail(const std::string& uid, int exit_code);
+  // Restarts containers whose sandbox died by itself (exit 137). nullopt when none did.
+  std::optional<PodState> restart_dead_containers(const std::string& uid);
+  // Kills the pod's sandboxes and deletes its directory.
+  void remove_pod(const std::string& uid);
+  void kill_all();
+
+  // What an exec into ns/name/container runs in: 404 unknown pod or container (or a different
+  // uid when one is given), 400 when the container is not running.
+  tl::expected<ExecTarget, LookupFailure> exec_target(const std::string& ns,
+                                                      const std::string& name,
+                                                      const std::string& uid,
+                                                      const std::string& container) const;
+  // Host directory of a container's private tree (for the test controls).
+  std::optional<std::filesystem::path> container_dir(const std::string& uid,
+                                                     const std::string& container) const;
+
+ private:
+  struct Container {
+    ContainerConfig config;
+    ContainerState state;
+    SandboxProcess process;
+  };
+  struct Pod {
+    PodConfig config;
+    std::filesystem::path dir;
+    PodState state;  // containers are filled in by snapshot()
+    std::vector<Container> containers;
+  };
+
+  tl::expected<void, std::string> start_container(Pod& pod, Container& c);
+  std::string allocate_ip_locked(const std::string& uid) const;
+  static PodState snapshot(const Pod& pod);
+
+  RuntimeOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, Pod> pods_;  // by uid
+};
+
+}  // namespace kstack::nodesim

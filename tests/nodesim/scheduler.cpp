@@ -1,0 +1,158 @@
+// The scheduler role (see scheduler.h). A single worker, so capacity accounting on this node
+// needs no further locking than the assume cache.
+#include "tests/nodesim/scheduler.h"
+
+#include <algorithm>
+
+#include <boost/json/serialize.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "tests/nodesim/json_util.h"
+
+namespace kstack::nodesim {
+
+namespace json = boost::json;
+using informer::ObjectPtr;
+using informer::WorkResult;
+
+namespace {
+
+bool pending(const json::value& pod) {
+  return str(pod, "/spec/nodeName").empty() &&
+         find(pod, "/metadata/deletionTimestamp") == nullptr && !pod_terminated(pod);
+}
+
+bool ours_to_schedule(const json::value& pod) {
+  auto scheduler = str(pod, "/spec/schedulerName");
+  return scheduler.empty() || scheduler == kDefaultSchedulerName;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(Context& ctx) : ctx_(ctx), queue_(queue_options("scheduler")) {}
+
+Scheduler::~Scheduler() { stop(); }
+
+informer::EventHandler Scheduler::pod_handler() {
+  informer::EventHandler h;
+  auto on_pod = [this](const ObjectPtr& o) {
+    if (pending(*o)) {
+      queue_.add(informer::object_key(*o));
+    } else if (str(*o, "/spec/nodeName") == ctx_.node.name && pod_terminated(*o)) {
+      enqueue_all();  // capacity freed
+    }
+  };
+  h.on_add = on_pod;
+  h.on_update = [on_pod](const ObjectPtr&, const ObjectPtr& o) { on_pod(o); };
+  h.on_resync = on_pod;
+  h.on_delete = [this](const ObjectPtr& o, bool) {
+    if (str(*o, "/spec/nodeName") == ctx_.node.name) enqueue_all();
+  };
+  return h;
+}
+
+informer::EventHandler Scheduler::volume_handler() {
+  informer::EventHandler h;
+  h.on_add = [this](const ObjectPtr&) { enqueue_all(); };
+  h.on_update = [this](const ObjectPtr&, const ObjectPtr&) { enqueue_all(); };
+  return h;
+}
+
+void Scheduler::start() {
+  workers_ = std::make_unique<informer::Workers>(
+      queue_, 1, [this](const std::string& key) { return reconcile(key); });
+  enqueue_all();
+}
+
+void Scheduler::stop() {
+  if (workers_) workers_->stop();
+}
+
+void Scheduler::enqueue_all() {
+  for (const auto& pod : ctx_.pods->store().list()) {
+    if (pending(*pod)) queue_.add(informer::object_key(*pod));
+  }
+}
+
+WorkResult Scheduler::reconcile(const std::string& key) {
+  ObjectPtr pod = ctx_.pods->store().get(key);
+  if (pod && !pending(*pod)) {
+    std::lock_guard lock(mu_);
+    delayed_.erase(str(*pod, "/metadata/uid"));
+  }
+  if (!pod || !pending(*pod) || !ours_to_schedule(*pod) || ctx_.lost.load()) {
+    return WorkResult::success();
+  }
+  const std::string uid = str(*pod, "/metadata/uid");
+
+  Resources used;
+  std::int64_t count = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& p : ctx_.pods->store().list()) {
+      if (str(*p, "/spec/nodeName") != ctx_.node.name || pod_terminated(*p)) continue;
+      used += pod_requests(*p);
+      ++count;
+      assumed_.erase(str(*p, "/metadata/uid"));
+    }
+    for (auto it = assumed_.begin(); it != assumed_.end();) {
+      auto cached = ctx_.pods->store().get(it->second.first);
+      if (!cached || str(*cached, "/metadata/uid") != it->first) {
+        it = assumed_.erase(it);
+        continue;
+      }
+      used += it->second.second;
+      ++count;
+      ++it;
+    }
+  }
+  FitInput input{ctx_.node, used, count,
+                 [this](const std::string& k) { return ctx_.claims->store().get(k); },
+                 [this](const std::string& k) { return ctx_.volumes->store().get(k); }};
+  FitResult fit = check_fit(*pod, input);
+  if (!fit.fits()) {
+    spdlog::debug("pod {} does not go to {}: {}", key, ctx_.node.name, fit.reason);
+    return WorkResult::success();  // pod, claim and volume events bring it back
+  }
+  if (count > 0) {
+    std::lock_guard lock(mu_);
+    if (delayed_.insert(uid).second) {
+      return WorkResult::requeue_after(std::min(kBindDelayPerPod * count, kMaxBindDelay));
+    }
+  }
+  auto bound = bind(*pod);
+  if (!bound) return WorkResult::retry("bind " + key + ": " + bound.error().to_string());
+  std::lock_guard lock(mu_);
+  delayed_.erase(uid);
+  if (*bound) {
+    assumed_[uid] = {key, pod_requests(*pod)};
+    spdlog::info("bound pod {} to node {}", key, ctx_.node.name);
+  }
+  return WorkResult::success();
+}
+
+kube::Result<bool> Scheduler::bind(const json::value& pod) {
+  const std::string ns = str(pod, "/metadata/namespace");
+  const std::string name = str(pod, "/metadata/name");
+  json::object binding{
+      {"apiVersion", "v1"},
+      {"kind", "Binding"},
+      {"metadata",
+       json::object{{"name", name}, {"namespace", ns}, {"uid", str(pod, "/metadata/uid")}}},
+      {"target", json::object{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", ctx_.node.name}}}};
+  auto response =
+      ctx_.client->raw("POST", kube::resource_path(kube::resources::kPods, ns, name, "binding"),
+                       json::serialize(binding), "application/json", "POST");
+  if (!response) return tl::unexpected(response.error());
+  if (response->status >= 200 && response->status < 300) return true;
+  auto error = kube::error_from_response(response->status, response->body);
+  if (error.is(kube::ErrorKind::kConflict) || error.is(kube::ErrorKind::kNotFound) ||
+      error.is(kube::ErrorKind::kAlreadyExists)) {
+    spdlog::debug("pod {}/{} not bound here: {}", ns, name, error.to_string());
+    return false;  // another simulator bound it, or it is gone
+  }
+  return tl::unexpected(error);
+}
+
+}  // namespace kstack::nodesim

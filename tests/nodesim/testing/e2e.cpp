@@ -1,0 +1,238 @@
+// e2e environment and helpers (see e2e.h).
+#include "tests/nodesim/testing/e2e.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <stdexcept>
+
+#include <boost/json/serialize.hpp>
+#include <fmt/format.h>
+
+#include "tests/testenv/environment.h"
+
+namespace kstack::testenv::e2e {
+
+namespace json = boost::json;
+
+namespace {
+
+std::unique_ptr<ControlPlane>& instance() {
+  static std::unique_ptr<ControlPlane> cp;
+  return cp;
+}
+
+std::string& start_error() {
+  static std::string error;
+  return error;
+}
+
+std::string summary(const Objects& objects) {
+  std::string out;
+  for (const auto& [name, o] : objects) {
+    boost::system::error_code ec;
+    const auto* status = o.find_pointer("/status", ec);
+    out += fmt::format("  {}: {}\n", name, status != nullptr ? json::serialize(*status) : "{}");
+  }
+  if (out.size() > 6000) out = out.substr(0, 6000) + "...";
+  return out.empty() ? "  (none)\n" : out;
+}
+
+}  // namespace
+
+void Environment::SetUp() {
+  // As testenv::Environment::default_options() (without linking its main()), plus the flags.
+  ControlPlane::Options options;
+  options.controller_manager = true;
+  options.users = {TestUser{kAlice, {}, {}}, TestUser{kBob, {kTestersGroup}, {}}};
+  options.controller_manager_extra_args = controller_manager_args();
+  auto started = ControlPlane::start(options);
+  if (!started) {
+    start_error() = started.error();
+    ADD_FAILURE() << "kstack test control plane did not start:\n" << started.error();
+    return;
+  }
+  instance() = std::move(*started);
+  std::cerr << "kstack e2e: control plane at " << instance()->server() << " (work dir "
+            << instance()->work_dir().string() << ")\n";
+}
+
+void Environment::TearDown() { instance().reset(); }
+
+ControlPlane& control_plane() {
+  if (!instance()) {
+    throw std::logic_error("the e2e control plane is not running: " +
+                           (start_error().empty() ? std::string("not started") : start_error()));
+  }
+  return *instance();
+}
+
+std::shared_ptr<kube::Client> admin() {
+  auto& cp = control_plane();
+  kube::Config c;
+  c.server = cp.server();
+  c.ca_pem = cp.ca_pem();
+  c.credentials = kube::static_token(cp.admin_token());
+  c.source = "e2e control plane";
+  c.qps = 0;
+  auto client = kube::Client::create(std::move(c));
+  if (!client) throw std::runtime_error(client.error().to_string());
+  return *client;
+}
+
+std::string make_namespace(kube::Client& client, std::string_view prefix) {
+  std::random_device rd;
+  std::string name = fmt::format("{}-{:06x}", prefix, rd() & 0xFFFFFF);
+  json::value ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}};
+  auto r = client.create(kube::resources::kNamespaces, "", ns);
+  if (!r) ADD_FAILURE() << "create namespace " << name << ": " << r.error().to_string();
+  // Pods are refused until the controller-manager gave the namespace's default
+  // ServiceAccount its token (1.20).
+  auto token = wait_for_object(
+      client, kube::resources::kServiceAccounts, name, "default",
+      [](const json::value& sa) {
+        boost::system::error_code ec;
+        const auto* secrets = sa.find_pointer("/secrets", ec);
+        return secrets != nullptr && secrets->is_array() && !secrets->get_array().empty();
+      },
+      std::chrono::seconds(60));
+  if (!token) ADD_FAILURE() << "namespace " << name << ": " << token.error();
+  return name;
+}
+
+std::string str_at(const json::value& v, std::string_view pointer) {
+  boost::system::error_code ec;
+  const auto* p = v.find_pointer(pointer, ec);
+  return p != nullptr && p->is_string() ? std::string(p->get_string()) : std::string();
+}
+
+std::string condition(const json::value& object, std::string_view type) {
+  boost::system::error_code ec;
+  const auto* conditions = object.find_pointer("/status/conditions", ec);
+  if (conditions == nullptr || !conditions->is_array()) return {};
+  for (const auto& c : conditions->get_array()) {
+    if (str_at(c, "/type") == type) return str_at(c, "/status");
+  }
+  return {};
+}
+
+bool running_and_ready(const json::value& pod) {
+  return str_at(pod, "/status/phase") == "Running" && condition(pod, "Ready") == "True";
+}
+
+namespace {
+
+tl::expected<Objects, std::string> watch_until(kube::Client& client, const kube::ResourceType& type,
+                                               const std::string& ns,
+                                               const std::string& label_selector,
+                                               const std::string& field_selector,
+                                               const std::function<bool(const Objects&)>& done,
+                                               std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Objects objects;
+  std::string last_error;
+  while (std::chrono::steady_clock::now() < deadline) {
+    kube::ListOptions list_options;
+    list_options.label_selector = label_selector;
+    list_options.field_selector = field_selector;
+    auto list = client.list(type, ns, list_options);
+    if (!list) {
+      last_error = list.error().to_string();
+      if (!list.error().retryable()) break;
+      continue;
+    }
+    objects.clear();
+    for (const auto& item : list->at("items").as_array()) {
+      objects[str_at(item, "/metadata/name")] = item;
+    }
+    if (done(objects)) return objects;
+    auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline -
+                                                                 std::chrono::steady_clock::now());
+    if (left.count() < 1) break;
+    kube::WatchOptions watch_options;
+    watch_options.label_selector = label_selector;
+    watch_options.field_selector = field_selector;
+    watch_options.resource_version = str_at(*list, "/metadata/resourceVersion");
+    watch_options.timeout_seconds = static_cast<int>(left.count());
+    bool satisfied = false;
+    auto watched = client.watch(type, ns, watch_options, [&](kube::WatchEvent&& event) {
+      if (event.type == kube::WatchEvent::Type::kBookmark) return true;
+      auto name = str_at(event.object, "/metadata/name");
+      if (event.type == kube::WatchEvent::Type::kDeleted) {
+        objects.erase(name);
+      } else {
+        objects[name] = std::move(event.object);
+      }
+      satisfied = done(objects);
+      return !satisfied;
+    });
+    if (satisfied) return objects;
+    if (!watched) last_error = watched.error().to_string();
+  }
+  return tl::unexpected(fmt::format(
+      "timed out after {} s waiting for {} in {}{}; last state:\n{}", timeout.count(), type.plural,
+      ns, last_error.empty() ? "" : " (" + last_error + ")", summary(objects)));
+}
+
+}  // namespace
+
+tl::expected<Objects, std::string> wait_for(kube::Client& client, const kube::ResourceType& type,
+                                            const std::string& ns,
+                                            const std::string& label_selector,
+                                            const std::function<bool(const Objects&)>& done,
+                                            std::chrono::seconds timeout) {
+  return watch_until(client, type, ns, label_selector, {}, done, timeout);
+}
+
+tl::expected<json::value, std::string> wait_for_object(
+    kube::Client& client, const kube::ResourceType& type, const std::string& ns,
+    const std::string& name, const std::function<bool(const json::value&)>& done,
+    std::chrono::seconds timeout) {
+  auto objects = watch_until(
+      client, type, ns, {}, "metadata.name=" + name,
+      [&](const Objects& o) {
+        auto it = o.find(name);
+        return it != o.end() && done(it->second);
+      },
+      timeout);
+  if (!objects) return tl::unexpected(objects.error());
+  return objects->at(name);
+}
+
+tl::expected<void, std::string> wait_for_absent(kube::Client& client,
+                                                const kube::ResourceType& type,
+                                                const std::string& ns, const std::string& name,
+                                                std::chrono::seconds timeout) {
+  auto objects = watch_until(
+      client, type, ns, {}, "metadata.name=" + name,
+      [&](const Objects& o) { return o.count(name) == 0; }, timeout);
+  if (!objects) return tl::unexpected(objects.error());
+  return {};
+}
+
+std::filesystem::path websocket_kubectl() {
+  if (const char* env = std::getenv("KSTACK_WS_KUBECTL"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  for (const char* version : {"1.33", "1.32", "1.31", "1.30"}) {
+    std::filesystem::path p = std::string("/usr/lib/google-cloud-sdk/bin/kubectl.") + version;
+    if (std::filesystem::exists(p)) return p;
+  }
+  return "kubectl";
+}
+
+CommandResult kubectl_exec(const ControlPlane& cp, const std::string& ns, const std::string& pod,
+                           const std::string& container, const std::vector<std::string>& argv,
+                           const std::optional<std::string>& input) {
+  std::vector<std::string> cmd = {websocket_kubectl().string(),
+                                  "--kubeconfig=" + cp.kubeconfig().string(), "-n", ns, "exec"};
+  if (input) cmd.push_back("-i");
+  cmd.insert(cmd.end(), {pod, "-c", container, "--"});
+  cmd.insert(cmd.end(), argv.begin(), argv.end());
+  auto r = run_command(cmd, {{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "true"}},
+                       input.value_or(std::string()), std::chrono::seconds(120));
+  if (!r) return CommandResult{-1, {}, r.error()};
+  return *r;
+}
+
+}  // namespace kstack::testenv::e2e

@@ -1,0 +1,86 @@
+// For e2e test binaries with simulated nodes: link `kstack_nodesim_gtest` (it brings main()).
+// The binary's control plane runs the controller-manager with a short node-monitor grace
+// period, so that a node whose heartbeats stop is NotReady within seconds (a kubelet-like
+// default of 40 s would make node-loss tests slow). Plus helpers: admin client, namespaces,
+// waiting on watches (never sleeping), kubectl exec over WebSocket.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/value.hpp>
+#include <gtest/gtest.h>
+#include <tl/expected.hpp>
+
+#include "kube/client.h"
+#include "tests/testenv/control_plane.h"
+#include "tests/testenv/node_simulator.h"
+
+namespace kstack::testenv::e2e {
+
+// kube-controller-manager flags of the e2e control plane (with the launcher's 2 s heartbeats).
+inline const std::vector<std::string>& controller_manager_args() {
+  static const std::vector<std::string> args = {"--node-monitor-period=1s",
+                                                "--node-monitor-grace-period=10s"};
+  return args;
+}
+
+class Environment : public ::testing::Environment {
+ public:
+  void SetUp() override;
+  void TearDown() override;
+};
+
+// The binary's control plane; throws std::logic_error when it did not start.
+ControlPlane& control_plane();
+std::shared_ptr<kube::Client> admin();
+
+// A fresh namespace "<prefix>-<random>".
+std::string make_namespace(kube::Client& client, std::string_view prefix);
+
+std::string str_at(const boost::json::value& v, std::string_view pointer);
+// "True"/"False"/"Unknown" of status.conditions[type], "" when absent.
+std::string condition(const boost::json::value& object, std::string_view type);
+
+// phase Running and condition Ready True.
+bool running_and_ready(const boost::json::value& pod);
+
+using Objects = std::map<std::string, boost::json::value>;  // by name
+
+// Lists, then watches objects of `type` in `ns` (optionally by label selector) until `done`
+// holds for the current set; returns that set. On timeout the error shows the last state.
+tl::expected<Objects, std::string> wait_for(kube::Client& client, const kube::ResourceType& type,
+                                            const std::string& ns,
+                                            const std::string& label_selector,
+                                            const std::function<bool(const Objects&)>& done,
+                                            std::chrono::seconds timeout);
+// The same for one named object (absent objects never satisfy `done`).
+tl::expected<boost::json::value, std::string> wait_for_object(
+    kube::Client& client, const kube::ResourceType& type, const std::string& ns,
+    const std::string& name, const std::function<bool(const boost::json::value&)>& done,
+    std::chrono::seconds timeout);
+
+// Until the named object does not exist.
+tl::expected<void, std::string> wait_for_absent(kube::Client& client,
+                                                const kube::ResourceType& type,
+                                                const std::string& ns, const std::string& name,
+                                                std::chrono::seconds timeout);
+
+// A kubectl that speaks WebSocket exec (v5.channel.k8s.io, kubectl >= 1.30): $KSTACK_WS_KUBECTL,
+// else the newest /usr/lib/google-cloud-sdk/bin/kubectl.1.3x, else `kubectl` from PATH. The
+// testenv's kubectl 1.20 only speaks SPDY, which no simulator serves.
+std::filesystem::path websocket_kubectl();
+
+// kubectl exec [-i] -n ns pod -c container -- argv... (input given => -i).
+CommandResult kubectl_exec(const ControlPlane& cp, const std::string& ns, const std::string& pod,
+                           const std::string& container, const std::vector<std::string>& argv,
+                           const std::optional<std::string>& input = std::nullopt);
+
+}  // namespace kstack::testenv::e2e

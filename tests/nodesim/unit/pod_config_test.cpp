@@ -1,0 +1,98 @@
+// Pod spec to sandbox config: hostname/FQDN, environment, mounts with subPath.
+#include "tests/nodesim/pod_config.h"
+
+#include <algorithm>
+
+#include <boost/json/parse.hpp>
+#include <gtest/gtest.h>
+
+namespace kstack::nodesim {
+namespace {
+
+namespace json = boost::json;
+
+const json::value kPod = json::parse(R"json({
+  "metadata": {"name": "web-0", "namespace": "shop", "uid": "u-1"},
+  "spec": {
+    "nodeName": "n1", "hostname": "web-0", "subdomain": "web",
+    "containers": [{
+      "name": "app", "image": "busybox", "workingDir": "/opt/app",
+      "env": [
+        {"name": "GREETING", "value": "hello"},
+        {"name": "MESSAGE", "value": "$(GREETING) world $$(GREETING) $(UNKNOWN)"},
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+        {"name": "PATH", "value": "/custom/bin"}
+      ],
+      "volumeMounts": [
+        {"name": "data", "mountPath": "/data"},
+        {"name": "data", "mountPath": "/var/lib/app", "subPath": "lib", "readOnly": true},
+        {"name": "missing", "mountPath": "/nowhere"}
+      ]
+    }],
+    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}]
+  }
+})json");
+
+bool has(const std::vector<std::string>& env, const std::string& entry) {
+  return std::find(env.begin(), env.end(), entry) != env.end();
+}
+
+TEST(PodConfig, BuildsHostnameEnvironmentAndMounts) {
+  std::vector<std::string> notes;
+  auto config = build_pod_config(
+      kPod,
+      [](const json::value&) {
+        return ResolvedVolume{"/state/volumes/pvc-1", false};
+      },
+      notes);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->hostname, "web-0");
+  EXPECT_EQ(config->fqdn, "web-0.web.shop.svc.cluster.local");
+  ASSERT_EQ(config->containers.size(), 1u);
+  const auto& c = config->containers[0];
+  EXPECT_EQ(c.working_dir, "/opt/app");
+  EXPECT_TRUE(has(c.env, "GREETING=hello"));
+  EXPECT_TRUE(has(c.env, "MESSAGE=hello world $(GREETING) $(UNKNOWN)"));
+  EXPECT_TRUE(has(c.env, "POD_NAME=web-0"));
+  EXPECT_TRUE(has(c.env, "PATH=/custom/bin"));
+  EXPECT_TRUE(has(c.env, "HOSTNAME=web-0"));
+  EXPECT_FALSE(std::any_of(c.env.begin(), c.env.end(),
+                           [](const std::string& e) { return e.rfind("SECRET=", 0) == 0; }));
+  ASSERT_EQ(c.mounts.size(), 2u);
+  EXPECT_EQ(c.mounts[0].source, "/state/volumes/pvc-1");
+  EXPECT_EQ(c.mounts[0].target, "/data");
+  EXPECT_FALSE(c.mounts[0].read_only);
+  EXPECT_EQ(c.mounts[1].source, "/state/volumes/pvc-1/lib");
+  EXPECT_TRUE(c.mounts[1].read_only);
+  EXPECT_GE(notes.size(), 2u);  // the secret env var and the mount of an unknown volume
+}
+
+TEST(PodConfig, AVolumeNotReadyKeepsThePodWaiting) {
+  std::vector<std::string> notes;
+  auto config = build_pod_config(
+      kPod,
+      [](const json::value&) -> tl::expected<ResolvedVolume, std::string> {
+        return tl::unexpected(
+            std::string("waiting for PersistentVolumeClaim \"data-web-0\" to be bound"));
+      },
+      notes);
+  ASSERT_FALSE(config);
+  EXPECT_NE(config.error().find("data-web-0"), std::string::npos);
+}
+
+TEST(PodConfig, RefusesEscapingSubPaths) {
+  json::value pod = kPod;
+  pod.at("spec").at("containers").at(0).at("volumeMounts").at(1).as_object()["subPath"] = "../x";
+  std::vector<std::string> notes;
+  auto config = build_pod_config(
+      pod,
+      [](const json::value&) {
+        return ResolvedVolume{"/v", false};
+      },
+      notes);
+  EXPECT_FALSE(config);
+}
+
+}  // namespace
+}  // namespace kstack::nodesim
