@@ -41,13 +41,26 @@ Result<void> WatchDecoder::feed(std::string_view bytes, std::vector<WatchEvent>&
                         fmt::format("watch stream: malformed JSON at byte {} of an event: {}",
                                     in_value_bytes_ + used, ec.message()));
     }
-    in_value_bytes_ += used;
+    const std::string_view consumed = bytes.substr(0, used);
     bytes.remove_prefix(used);
-    if (in_value_bytes_ > max_event_bytes_) {
+    const bool done = parser_.done();
+    // A finished value may have swallowed the whitespace after it: that is not the event's.
+    std::size_t size = in_value_bytes_ + used;
+    if (done) {
+      std::size_t trailing = 0;
+      while (trailing < consumed.size() &&
+             std::isspace(static_cast<unsigned char>(consumed[consumed.size() - 1 - trailing])) !=
+                 0) {
+        ++trailing;
+      }
+      size -= trailing;
+    }
+    in_value_bytes_ += used;
+    if (size > max_event_bytes_) {
       return make_error(ErrorKind::kResponseTooLarge,
                         fmt::format("watch stream: event exceeds {} bytes", max_event_bytes_));
     }
-    if (parser_.done()) {
+    if (done) {
       if (auto r = finish_value(out); !r) return r;
     }
   }

@@ -198,6 +198,7 @@ kube::Result<AdmissionRequest> decode_request(json::object& req, std::string api
     out.group = k.string("group");
     out.version = k.string("version");
     out.kind = k.string("kind", true);
+    if (k.ok() && out.kind.empty()) k.fail("request.kind.kind is empty");
     r.fail(k.error());
   }
   if (const json::object* resource = r.object("resource")) {
@@ -207,6 +208,7 @@ kube::Result<AdmissionRequest> decode_request(json::object& req, std::string api
   }
   out.sub_resource = r.string("subResource");
   out.operation = r.string("operation", true);
+  if (r.ok() && out.operation.empty()) r.fail("request.operation is empty");
   out.name = r.string("name");
   out.namespace_name = r.string("namespace");
   if (const json::object* user = r.object("userInfo")) {

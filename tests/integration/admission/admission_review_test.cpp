@@ -114,6 +114,10 @@ TEST(AdmissionReview, NamesWhatIsWrongWithAMalformedReview) {
   };
   EXPECT_EQ(with([](auto& r) { r.erase("uid"); }), "AdmissionReview: missing request.uid");
   EXPECT_EQ(with([](auto& r) { r["uid"] = ""; }), "AdmissionReview: request.uid is empty");
+  EXPECT_EQ(with([](auto& r) { r["operation"] = ""; }),
+            "AdmissionReview: request.operation is empty");
+  EXPECT_EQ(with([](auto& r) { r["kind"].as_object()["kind"] = ""; }),
+            "AdmissionReview: request.kind.kind is empty");
   EXPECT_EQ(with([](auto& r) { r.erase("kind"); }), "AdmissionReview: missing request.kind");
   EXPECT_EQ(with([](auto& r) { r["kind"].as_object()["kind"] = 3; }),
             "AdmissionReview: request.kind.kind is a number, not a string");

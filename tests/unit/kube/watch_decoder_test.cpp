@@ -73,6 +73,17 @@ TEST(WatchDecoder, UnknownTypeAndMissingObjectAreDecodeErrors) {
   EXPECT_EQ(b.feed(R"({"type":"ADDED"})", out).error().kind, ErrorKind::kDecode);
 }
 
+TEST(WatchDecoder, WhitespaceAfterAnEventDoesNotCountTowardsItsSize) {
+  // Found by fuzz_watch_decoder: the parser swallows the blank run after a value, which made
+  // the same stream pass when split and fail when fed whole.
+  const std::string event = R"({"type":"ADDED","object":{"a":"b"}})";
+  ASSERT_LT(event.size(), 64u);
+  WatchDecoder d(64);
+  std::vector<WatchEvent> out;
+  ASSERT_TRUE(d.feed(event + "\n" + std::string(100, ' ') + event + "\n", out));
+  EXPECT_EQ(out.size(), 2u);
+}
+
 TEST(WatchDecoder, OversizedEventIsRefusedBeforeItIsBuffered) {
   WatchDecoder d(64);
   std::vector<WatchEvent> out;
