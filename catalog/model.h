@@ -206,12 +206,22 @@ struct StackRole {
   std::string service_account_name;
 };
 
+// spec.persistentVolumeClaimRetentionPolicy: what happens to member PVCs when the Stack scales
+// down (whenScaled) or is deleted (whenDeleted). Absent = Delete, as SPEC §4 says.
+inline constexpr std::string_view kRetentionDelete = "Delete";
+inline constexpr std::string_view kRetentionRetain = "Retain";
+struct PvcRetentionPolicy {
+  std::optional<std::string> when_scaled;
+  std::optional<std::string> when_deleted;
+};
+
 struct StackSpec {
   std::string app;
   std::optional<std::string> app_catalog;
   std::optional<std::string> service_type;
   std::optional<std::string> naming_scheme;
   std::vector<StackRole> roles;
+  PvcRetentionPolicy pvc_retention;
 };
 
 struct Condition {
@@ -275,6 +285,11 @@ struct StackStatus {
   std::int64_t config_generation = 0;
   std::vector<RoleStatus> roles;
   MemberStateRollup member_state_rollup;
+  // Printer columns of `kubectl get stacks` (deploy/crds/stacks.yaml): READY shows
+  // memberSummary, "<ready>/<desired>".
+  std::int64_t ready_members = 0;
+  std::int64_t desired_members = 0;
+  std::string member_summary;
 };
 
 struct Stack {

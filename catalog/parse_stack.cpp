@@ -61,6 +61,11 @@ Stack decode_stack(const json::value& object, FieldErrors& errors) {
     s.spec.app_catalog = d.string(*spec, "appCatalog", "spec");
     s.spec.service_type = d.string(*spec, "serviceType", "spec");
     s.spec.naming_scheme = d.string(*spec, "namingScheme", "spec");
+    if (const auto* pr = d.object(*spec, "persistentVolumeClaimRetentionPolicy", "spec")) {
+      const std::string pp = "spec.persistentVolumeClaimRetentionPolicy";
+      s.spec.pvc_retention.when_scaled = d.string(*pr, "whenScaled", pp);
+      s.spec.pvc_retention.when_deleted = d.string(*pr, "whenDeleted", pp);
+    }
     if (const auto* roles = d.array(*spec, "roles", "spec", /*required=*/true)) {
       for (std::size_t i = 0; i < roles->size(); ++i) {
         std::string ip = index_path("spec.roles", i);

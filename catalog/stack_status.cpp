@@ -126,6 +126,9 @@ StackStatus decode_stack_status(const json::value& status, FieldErrors& errors,
   s.cluster_service = d.string(*o, "clusterService", path).value_or("");
   s.last_node_id = d.integer(*o, "lastNodeID", path).value_or(0);
   s.config_generation = d.integer(*o, "configGeneration", path).value_or(0);
+  s.ready_members = d.integer(*o, "readyMembers", path).value_or(0);
+  s.desired_members = d.integer(*o, "desiredMembers", path).value_or(0);
+  s.member_summary = d.string(*o, "memberSummary", path).value_or("");
   s.roles = decode_items<RoleStatus>(*o, "roles", path, d, decode_role);
   if (const auto* r = d.object(*o, "memberStateRollup", path)) {
     std::string rp = child_path(path, "memberStateRollup");
@@ -160,6 +163,9 @@ json::value to_json(const StackStatus& s) {
   put(o, "clusterService", s.cluster_service);
   put(o, "lastNodeID", s.last_node_id);
   put(o, "configGeneration", s.config_generation);
+  o["readyMembers"] = s.ready_members;
+  o["desiredMembers"] = s.desired_members;
+  put(o, "memberSummary", s.member_summary);
   if (!s.roles.empty()) {
     json::array roles;
     for (const auto& r : s.roles) {

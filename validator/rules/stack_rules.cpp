@@ -217,6 +217,11 @@ Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& c
              out);
   check_enum(spec.naming_scheme, "spec.namingScheme",
              {catalog::kNamingCrNameRole, catalog::kNamingUID}, out);
+  check_enum(spec.pvc_retention.when_scaled, "spec.persistentVolumeClaimRetentionPolicy.whenScaled",
+             {catalog::kRetentionDelete, catalog::kRetentionRetain}, out);
+  check_enum(spec.pvc_retention.when_deleted,
+             "spec.persistentVolumeClaimRetentionPolicy.whenDeleted",
+             {catalog::kRetentionDelete, catalog::kRetentionRetain}, out);
   bool bad_catalog = !out.empty() && out.front().field == "spec.appCatalog";
 
   std::optional<catalog::FoundApp> found;

@@ -173,6 +173,7 @@ spec:
   appCatalog: local
   serviceType: NodePort
   namingScheme: CrNameRole
+  persistentVolumeClaimRetentionPolicy: {whenScaled: Retain}
   connections: {clusters: [other]}
   roles:
     - id: seed
@@ -199,6 +200,9 @@ status:
   clusterService: db
   lastNodeID: 3
   configGeneration: 2
+  readyMembers: 2
+  desiredMembers: 3
+  memberSummary: 2/3
   roles:
     - id: seed
       statefulSet: db-seed
@@ -227,6 +231,8 @@ TEST(ParseStack, DecodesSpecAndStatus) {
   EXPECT_EQ(s.spec.app_catalog, "local");
   EXPECT_EQ(s.spec.service_type, "NodePort");
   EXPECT_EQ(s.spec.naming_scheme, "CrNameRole");
+  EXPECT_EQ(s.spec.pvc_retention.when_scaled, "Retain");
+  EXPECT_FALSE(s.spec.pvc_retention.when_deleted.has_value());
   ASSERT_EQ(s.spec.roles.size(), 1u);
   const auto& role = s.spec.roles[0];
   EXPECT_EQ(role.members, 3);
@@ -251,6 +257,9 @@ TEST(ParseStack, DecodesSpecAndStatus) {
   ASSERT_EQ(st.conditions.size(), 1u);
   EXPECT_EQ(st.conditions[0].reason, "AllMembersReady");
   EXPECT_EQ(st.last_node_id, 3);
+  EXPECT_EQ(st.ready_members, 2);
+  EXPECT_EQ(st.desired_members, 3);
+  EXPECT_EQ(st.member_summary, "2/3");
   ASSERT_EQ(st.roles.size(), 1u);
   ASSERT_EQ(st.roles[0].members.size(), 1u);
   const auto& m = st.roles[0].members[0];

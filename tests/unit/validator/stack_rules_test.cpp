@@ -199,6 +199,10 @@ INSTANTIATE_TEST_SUITE_P(
              "supported values: \"ClusterIP\", \"NodePort\", \"LoadBalancer\""},
         Case{"NamingSchemeEnum", set("/spec/namingScheme", "Random"), "spec.namingScheme",
              "unsupported value"},
+        Case{
+            "PvcRetentionEnum",
+            set("/spec/persistentVolumeClaimRetentionPolicy", json::object{{"whenScaled", "Keep"}}),
+            "spec.persistentVolumeClaimRetentionPolicy.whenScaled", "unsupported value"},
         Case{"RoleNotInApp", set("/spec/roles/1/id", "client"), "spec.roles[1].id",
              "role \"client\" is not defined by AppType \"cassandra\""},
         Case{"RoleTwice", set("/spec/roles/1/id", "seed"), "spec.roles[1].id",
@@ -287,6 +291,10 @@ TEST_P(StackAccepts, WithoutViolations) {
 INSTANTIATE_TEST_SUITE_P(
     Rules, StackAccepts,
     ::testing::Values(Case{"TheBaseStack", [](json::value&) {}, "", ""},
+                      Case{"PvcRetentionRetainOnBoth",
+                           set("/spec/persistentVolumeClaimRetentionPolicy",
+                               json::object{{"whenScaled", "Retain"}, {"whenDeleted", "Retain"}}),
+                           "", ""},
                       Case{"NotYetDefaulted",
                            [](json::value& s) {
                              drop(s, "/spec/appCatalog");
