@@ -36,6 +36,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "kube/resolve.h"
 #include "kube/resource.h"
 #include "kube/tls_context.h"
 
@@ -268,50 +269,10 @@ Result<Server> server_of(const Config& config) {
   return s;
 }
 
-// getaddrinfo can be neither bounded nor cancelled: it runs on a detached thread and the caller
-// stops waiting at the deadline or on cancel (as kube/transport.cpp does). IP literals skip this.
 Result<std::vector<Tcp::endpoint>> resolve(const Server& server, Clock::time_point deadline,
                                            const CancelToken& cancel) {
   if (server.ip) return std::vector<Tcp::endpoint>{Tcp::endpoint(*server.ip, server.port)};
-  struct Lookup {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    bool cancelled = false;
-    beast::error_code ec;
-    std::vector<Tcp::endpoint> endpoints;
-  };
-  auto lookup = std::make_shared<Lookup>();
-  std::thread([lookup, host = server.host, port = std::to_string(server.port)] {
-    asio::io_context ioc;
-    Tcp::resolver resolver(ioc);
-    beast::error_code ec;
-    const auto results = resolver.resolve(host, port, Tcp::resolver::numeric_service, ec);
-    std::lock_guard lock(lookup->mu);
-    for (const auto& entry : results) lookup->endpoints.push_back(entry.endpoint());
-    lookup->ec = ec;
-    lookup->done = true;
-    lookup->cv.notify_all();
-  }).detach();
-  const std::uint64_t action = cancel.add_action([lookup] {
-    std::lock_guard lock(lookup->mu);
-    lookup->cancelled = true;
-    lookup->cv.notify_all();
-  });
-  std::unique_lock lock(lookup->mu);
-  const bool finished =
-      lookup->cv.wait_until(lock, deadline, [&] { return lookup->done || lookup->cancelled; });
-  const bool was_cancelled = lookup->cancelled;
-  auto endpoints = lookup->endpoints;
-  const auto ec = lookup->ec;
-  lock.unlock();  // before remove_action: the action takes lookup->mu under the token's lock
-  cancel.remove_action(action);
-  const std::string where = "resolve " + server.authority + ": ";
-  if (was_cancelled) return make_error(ErrorKind::kCancelled, "cancelled");
-  if (!finished) return make_error(ErrorKind::kTimeout, where + "timed out");
-  if (ec) return make_error(ErrorKind::kTransport, where + ec.message());
-  if (endpoints.empty()) return make_error(ErrorKind::kTransport, where + "no addresses");
-  return endpoints;
+  return resolve_host(server.host, server.port, server.authority, deadline, cancel);
 }
 
 // What one connection attempt needs, fixed before it starts.

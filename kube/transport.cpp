@@ -26,6 +26,7 @@
 #include <openssl/x509.h>
 #include <poll.h>
 
+#include "kube/resolve.h"
 #include "kube/tls_context.h"
 
 namespace kstack::kube {
@@ -354,53 +355,13 @@ Result<RequestMessage> TransportImpl::build(const HttpRequest& request) const {
 
 // ---- Connections --------------------------------------------------------------------------------
 
-// getaddrinfo can be neither bounded nor cancelled, so it runs on a short-lived thread that may
-// outlive the wait; the caller returns at the deadline or on cancel. IP literals skip this.
 Result<std::vector<Tcp::endpoint>> TransportImpl::resolve(const Call& call,
                                                           Clock::time_point deadline) {
-  struct Lookup {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    bool cancelled = false;
-    beast::error_code ec;
-    std::vector<Tcp::endpoint> endpoints;
-  };
-  auto lookup = std::make_shared<Lookup>();
-  std::thread([lookup, host = o_.host, port = std::to_string(o_.port)] {
-    asio::io_context ioc;
-    Tcp::resolver resolver(ioc);
-    beast::error_code ec;
-    const auto results = resolver.resolve(host, port, Tcp::resolver::numeric_service, ec);
-    std::lock_guard lock(lookup->mu);
-    for (const auto& entry : results) lookup->endpoints.push_back(entry.endpoint());
-    lookup->ec = ec;
-    lookup->done = true;
-    lookup->cv.notify_all();
-  }).detach();
-
-  const std::uint64_t action = call.cancel.add_action([lookup] {
-    std::lock_guard lock(lookup->mu);
-    lookup->cancelled = true;
-    lookup->cv.notify_all();
-  });
-  std::unique_lock lock(lookup->mu);
-  const bool finished =
-      lookup->cv.wait_until(lock, deadline, [&] { return lookup->done || lookup->cancelled; });
-  const bool was_cancelled = lookup->cancelled;
-  auto endpoints = lookup->endpoints;
-  const auto ec = lookup->ec;
-  lock.unlock();  // before remove_action: the action takes lookup->mu under the token's lock
-  call.cancel.remove_action(action);
-
-  const std::string where = call.what + ": resolve " + authority_ + ": ";
-  if (was_cancelled) return tl::unexpected(cancelled(call));
-  if (!finished) return tl::unexpected(error_of(ErrorKind::kTimeout, where + "timed out"));
-  if (ec) return tl::unexpected(error_of(ErrorKind::kTransport, where + ec.message()));
-  if (endpoints.empty()) {
-    return tl::unexpected(error_of(ErrorKind::kTransport, where + "no addresses"));
-  }
-  return endpoints;
+  auto endpoints = resolve_host(o_.host, o_.port, authority_, deadline, call.cancel);
+  if (endpoints) return endpoints;
+  if (endpoints.error().is(ErrorKind::kCancelled)) return tl::unexpected(cancelled(call));
+  return tl::unexpected(
+      error_of(endpoints.error().kind, call.what + ": " + endpoints.error().message));
 }
 
 // False if OpenSSL refused the name: connecting then would verify no name at all.
