@@ -38,9 +38,8 @@ json::array container_ports(const AppType& app, std::string_view role) {
   for (const auto* svc : catalog::role_services(app, role)) {
     if (!svc->endpoint || !svc->endpoint->port) continue;
     // Port names are IANA_SVC_NAME (≤ 15 chars, DNS label): service ids are limited to 15.
-    ports.push_back(json::object{{"name", svc->id},
-                                 {"containerPort", *svc->endpoint->port},
-                                 {"protocol", "TCP"}});
+    ports.push_back(json::object{
+        {"name", svc->id}, {"containerPort", *svc->endpoint->port}, {"protocol", "TCP"}});
   }
   return ports;
 }
@@ -105,9 +104,8 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
       // Each persisted directory lives in its own sub-directory of the member's PVC.
       std::string sub = dir;
       while (!sub.empty() && sub.front() == '/') sub.erase(sub.begin());
-      mounts.push_back(json::object{{"name", catalog::kDataVolumeName},
-                                    {"mountPath", dir},
-                                    {"subPath", sub}});
+      mounts.push_back(
+          json::object{{"name", catalog::kDataVolumeName}, {"mountPath", dir}, {"subPath", sub}});
     }
     if (!mounts.empty()) container["volumeMounts"] = std::move(mounts);
   }
@@ -118,16 +116,18 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
   if (role.tolerations.is_array() && !role.tolerations.as_array().empty()) {
     pod_spec["tolerations"] = role.tolerations;
   }
-  if (!role.service_account_name.empty()) pod_spec["serviceAccountName"] = role.service_account_name;
+  if (!role.service_account_name.empty())
+    pod_spec["serviceAccountName"] = role.service_account_name;
 
   json::object template_md{{"labels", std::move(pod_labels)}};
   if (!pod_annotations.empty()) template_md["annotations"] = std::move(pod_annotations);
 
-  json::object spec{{"replicas", replicas},
-                    {"serviceName", headless},
-                    {"podManagementPolicy", "Parallel"},
-                    {"selector", {{"matchLabels", selector}}},
-                    {"template", {{"metadata", std::move(template_md)}, {"spec", std::move(pod_spec)}}}};
+  json::object spec{
+      {"replicas", replicas},
+      {"serviceName", headless},
+      {"podManagementPolicy", "Parallel"},
+      {"selector", {{"matchLabels", selector}}},
+      {"template", {{"metadata", std::move(template_md)}, {"spec", std::move(pod_spec)}}}};
   if (has_storage) {
     json::object pvc_spec{{"accessModes", json::array{"ReadWriteOnce"}},
                           {"resources", {{"requests", {{"storage", role.storage->size}}}}}};
@@ -137,8 +137,8 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
     }
     if (cls) pvc_spec["storageClassName"] = *cls;
     spec["volumeClaimTemplates"] = json::array{json::object{
-        {"metadata", {{"name", catalog::kDataVolumeName},
-                      {"labels", common_labels(stack, app, role.id)}}},
+        {"metadata",
+         {{"name", catalog::kDataVolumeName}, {"labels", common_labels(stack, app, role.id)}}},
         {"spec", std::move(pvc_spec)}}};
   }
   return json::object{{"apiVersion", "apps/v1"},
@@ -154,8 +154,8 @@ std::string label_value(std::string_view text) {
   // "vendor/app" (KubeDirector's convention), so '/' and any other character become '.'.
   std::string out;
   for (char ch : text) {
-    const bool ok = std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-' || ch == '_' ||
-                    ch == '.';
+    const bool ok =
+        std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-' || ch == '_' || ch == '.';
     out += ok ? ch : '.';
   }
   if (out.size() > 63) out.resize(63);
@@ -204,8 +204,8 @@ kube::Result<DesiredState> desired_state(const Stack& stack, const AppType& app,
     }
     const auto image = catalog::role_image(app, *app_role);
     if (!image) {
-      errors.push_back({path + ".id", fmt::format("role \"{}\" of app \"{}\" has no image",
-                                                  role.id, app.metadata.name)});
+      errors.push_back({path + ".id", fmt::format("role \"{}\" of app \"{}\" has no image", role.id,
+                                                  app.metadata.name)});
       continue;
     }
     DesiredRole dr;
@@ -226,11 +226,11 @@ kube::Result<DesiredState> desired_state(const Stack& stack, const AppType& app,
       if (dr.has_storage) m.pvc = catalog::pvc_name(s, role.id, ordinal);
       if (dr.has_ports) {
         m.service = m.pod;
-        json::object labels = merged({config ? &config->spec.service_labels : nullptr,
-                                      &role.service_labels});
+        json::object labels =
+            merged({config ? &config->spec.service_labels : nullptr, &role.service_labels});
         for (auto& [k, v] : common_labels(stack, app, role.id)) labels[k] = v;
-        json::object annotations = merged({config ? &config->spec.service_annotations : nullptr,
-                                           &role.service_annotations});
+        json::object annotations = merged(
+            {config ? &config->spec.service_annotations : nullptr, &role.service_annotations});
         out.member_services.push_back(json::object{
             {"apiVersion", "v1"},
             {"kind", "Service"},
@@ -245,8 +245,7 @@ kube::Result<DesiredState> desired_state(const Stack& stack, const AppType& app,
     out.roles.push_back(std::move(dr));
   }
   if (!errors.empty()) {
-    return tl::unexpected(catalog::invalid_error(
-        fmt::format("Stack {}/{}", ns, s), errors));
+    return tl::unexpected(catalog::invalid_error(fmt::format("Stack {}/{}", ns, s), errors));
   }
 
   // The headless Service publishes every member's DNS record, ready or not, so that setup

@@ -1,0 +1,224 @@
+// The executor's writes: server-side apply of owned objects (skipped when the cache already
+// covers them), deletes with UID preconditions, status and finalizer updates, and Events.
+#include "executor/executor.h"
+
+#include <ctime>
+#include <random>
+#include <utility>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "executor/drift.h"
+
+namespace kstack::executor {
+namespace json = boost::json;
+
+namespace {
+
+// Past this many remembered events, expired ones are dropped on the next post.
+constexpr std::size_t kDedupPruneThreshold = 4096;
+
+std::string_view string_at(const json::value& object, std::string_view pointer) {
+  boost::system::error_code ec;
+  const auto* v = object.find_pointer(pointer, ec);
+  return v != nullptr && v->is_string() ? std::string_view(v->get_string()) : std::string_view{};
+}
+
+std::string host_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "kstack";
+  return host;
+}
+
+std::string random_hex16() {
+  thread_local std::mt19937_64 engine{std::random_device{}()};
+  return fmt::format("{:016x}", engine());
+}
+
+// metav1.MicroTime: RFC 3339 in UTC with microseconds, e.g. 2024-05-01T12:00:00.123456Z.
+std::string micro_time_now() {
+  const auto now = std::chrono::system_clock::now();
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
+  const std::time_t seconds = static_cast<std::time_t>(micros / 1'000'000);
+  std::tm tm{};
+  ::gmtime_r(&seconds, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros % 1'000'000);
+}
+
+// The longest prefix of `text` of at most `max_bytes` that does not split a UTF-8 sequence.
+std::string_view truncate_utf8(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  std::size_t cut = max_bytes;
+  // A continuation byte (10xxxxxx) at the cut means a sequence straddles it: back off to its
+  // lead byte, which then starts the dropped part.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut);
+}
+
+}  // namespace
+
+std::string_view to_string(Change change) {
+  switch (change) {
+    case Change::kNone:
+      return "none";
+    case Change::kCreated:
+      return "created";
+    case Change::kUpdated:
+      return "updated";
+    case Change::kDeleted:
+      return "deleted";
+  }
+  return "unknown";
+}
+
+Executor::Executor(std::shared_ptr<kube::Client> client, ExecutorOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {
+  if (options_.reporting_instance.empty()) options_.reporting_instance = host_name();
+}
+
+kube::Result<Change> Executor::apply(const kube::ResourceType& type, const json::value& desired,
+                                     const json::value* live, json::value* result) {
+  if (live != nullptr && covers(*live, desired)) return Change::kNone;
+  if (live != nullptr) {
+    spdlog::debug("executor: {} {}/{} drifted at {}", type.kind,
+                  string_at(desired, "/metadata/namespace"), string_at(desired, "/metadata/name"),
+                  first_difference(*live, desired));
+  }
+  auto applied = force_apply(type, desired);
+  if (!applied) return tl::unexpected(std::move(applied.error()));
+  if (result != nullptr) *result = std::move(*applied);
+  return live == nullptr ? Change::kCreated : Change::kUpdated;
+}
+
+kube::Result<json::value> Executor::force_apply(const kube::ResourceType& type,
+                                                const json::value& desired) {
+  const auto ns = string_at(desired, "/metadata/namespace");
+  const auto name = string_at(desired, "/metadata/name");
+  if (name.empty()) {
+    return kube::make_error(kube::ErrorKind::kInvalidArgument,
+                            fmt::format("apply {}: the object has no metadata.name", type.kind));
+  }
+  kube::PatchOptions options;
+  options.field_manager = options_.field_manager;
+  options.force = true;
+  auto applied =
+      client_->patch(type, ns, name, kube::PatchType::kApply, json::serialize(desired), options);
+  {
+    std::lock_guard lock(mu_);
+    ++applies_;
+  }
+  if (!applied) {
+    spdlog::debug("executor: apply {} {}/{} failed: {}", type.kind, ns, name,
+                  applied.error().to_string());
+  }
+  return applied;
+}
+
+kube::Result<Change> Executor::remove(const kube::ResourceType& type, std::string_view ns,
+                                      std::string_view name, std::string_view uid,
+                                      std::string_view propagation_policy) {
+  kube::DeleteOptions options;
+  options.propagation_policy = std::string(propagation_policy);
+  if (!uid.empty()) options.precondition_uid = std::string(uid);
+  auto removed = client_->remove(type, ns, name, options);
+  if (!removed) {
+    if (removed.error().is(kube::ErrorKind::kNotFound)) return Change::kNone;
+    return tl::unexpected(std::move(removed.error()));
+  }
+  return Change::kDeleted;
+}
+
+kube::Result<json::value> Executor::update_status(const kube::ResourceType& type,
+                                                  const json::value& object) {
+  return client_->update_status(type, string_at(object, "/metadata/namespace"), object);
+}
+
+kube::Result<json::value> Executor::set_finalizers(const kube::ResourceType& type,
+                                                   std::string_view ns, std::string_view name,
+                                                   std::string_view resource_version,
+                                                   const std::vector<std::string>& finalizers) {
+  json::array list;
+  for (const auto& f : finalizers) list.emplace_back(f);
+  // A merge patch replaces arrays whole: `[]` clears the list. The resourceVersion makes the
+  // server refuse the patch (409) when the object changed since it was read.
+  const json::value body = {
+      {"metadata", {{"resourceVersion", resource_version}, {"finalizers", std::move(list)}}}};
+  kube::PatchOptions options;
+  options.field_manager = options_.field_manager;
+  return client_->patch(type, ns, name, kube::PatchType::kMerge, json::serialize(body), options);
+}
+
+void Executor::event(const json::value& regarding, std::string_view type, std::string_view reason,
+                     std::string_view action, std::string_view note) {
+  const auto uid = string_at(regarding, "/metadata/uid");
+  const auto name = string_at(regarding, "/metadata/name");
+  auto ns = string_at(regarding, "/metadata/namespace");
+  if (ns.empty()) ns = "default";  // events about cluster-scoped objects live in "default"
+
+  const std::string key = fmt::format("{}|{}|{}", uid, reason, note);
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    if (recent_events_.size() > kDedupPruneThreshold) {
+      std::erase_if(recent_events_, [&](const auto& entry) {
+        return now - entry.second >= options_.event_dedup_window;
+      });
+    }
+    auto [it, inserted] = recent_events_.try_emplace(key, now);
+    if (!inserted) {
+      if (now - it->second < options_.event_dedup_window) return;
+      it->second = now;
+    }
+  }
+
+  json::object ref{{"apiVersion", string_at(regarding, "/apiVersion")},
+                   {"kind", string_at(regarding, "/kind")},
+                   {"name", name}};
+  if (const auto rns = string_at(regarding, "/metadata/namespace"); !rns.empty()) {
+    ref["namespace"] = rns;
+  }
+  if (!uid.empty()) ref["uid"] = uid;
+  if (const auto rv = string_at(regarding, "/metadata/resourceVersion"); !rv.empty()) {
+    ref["resourceVersion"] = rv;
+  }
+  const json::value body = {
+      {"apiVersion", kube::resources::kEvents.api_version()},
+      {"kind", kube::resources::kEvents.kind},
+      {"metadata", {{"name", fmt::format("{}.{}", name, random_hex16())}, {"namespace", ns}}},
+      {"eventTime", micro_time_now()},
+      {"reportingController", kReportingController},
+      {"reportingInstance", options_.reporting_instance},
+      {"action", action},
+      {"reason", reason},
+      {"type", type},
+      {"note", truncate_utf8(note, options_.max_note_bytes)},
+      {"regarding", std::move(ref)}};
+
+  auto posted = client_->create(kube::resources::kEvents, ns, body);
+  std::lock_guard lock(mu_);
+  if (!posted) {
+    // Forget it so that the next identical event is tried again.
+    recent_events_.erase(key);
+    spdlog::warn("executor: event {} on {} {}/{} not posted: {}", reason,
+                 string_at(regarding, "/kind"), ns, name, posted.error().to_string());
+    return;
+  }
+  ++events_posted_;
+}
+
+std::uint64_t Executor::applies() const {
+  std::lock_guard lock(mu_);
+  return applies_;
+}
+
+std::uint64_t Executor::events_posted() const {
+  std::lock_guard lock(mu_);
+  return events_posted_;
+}
+
+}  // namespace kstack::executor

@@ -1,0 +1,82 @@
+// Reads one Stack's owned objects out of the informer caches through the stack index.
+#include "observer/observer.h"
+
+#include <boost/json.hpp>
+
+namespace kstack::observer {
+namespace json = boost::json;
+
+namespace {
+
+// The label every owned object carries (SPEC §4; reconciler::kLabelStack, which this library
+// cannot include: the reconciler depends on the observer, not the other way round).
+constexpr std::string_view kStackLabel = "kstack.io/stack";
+
+std::string stack_key(std::string_view ns, std::string_view stack) {
+  std::string key;
+  key.reserve(ns.size() + 1 + stack.size());
+  key.append(ns).append("/").append(stack);
+  return key;
+}
+
+std::map<std::string, informer::ObjectPtr> by_stack(const informer::Store* store,
+                                                    const std::string& key) {
+  std::map<std::string, informer::ObjectPtr> out;
+  if (store == nullptr) return out;
+  for (auto& object : store->by_index(kStackIndex, key)) {
+    std::string name(informer::object_name(*object));
+    out.emplace(std::move(name), std::move(object));
+  }
+  return out;
+}
+
+informer::ObjectPtr by_name(const informer::Store* store, std::string_view ns,
+                            std::string_view name) {
+  if (store == nullptr) return nullptr;
+  return store->get(informer::object_key(ns, name));
+}
+
+}  // namespace
+
+informer::IndexFunc stack_index() {
+  return [](const json::value& object) -> std::vector<std::string> {
+    const auto* o = object.if_object();
+    const auto* md = o ? o->if_contains("metadata") : nullptr;
+    const auto* labels = md && md->is_object() ? md->get_object().if_contains("labels") : nullptr;
+    if (labels == nullptr || !labels->is_object()) return {};
+    const auto* value = labels->get_object().if_contains(kStackLabel);
+    if (value == nullptr || !value->is_string()) return {};
+    return {stack_key(informer::object_namespace(object), value->get_string())};
+  };
+}
+
+Observer::Observer(Stores stores) : stores_(stores) {
+  for (auto* store : {stores_.stateful_sets, stores_.services, stores_.pvcs, stores_.pods}) {
+    if (store != nullptr) store->add_index(std::string(kStackIndex), stack_index());
+  }
+}
+
+Observed Observer::observe(std::string_view namespace_name, std::string_view stack_name) const {
+  const std::string key = stack_key(namespace_name, stack_name);
+  Observed observed;
+  observed.stateful_sets = by_stack(stores_.stateful_sets, key);
+  observed.services = by_stack(stores_.services, key);
+  observed.pvcs = by_stack(stores_.pvcs, key);
+  observed.pods = by_stack(stores_.pods, key);
+  return observed;
+}
+
+informer::ObjectPtr Observer::stateful_set(std::string_view ns, std::string_view name) const {
+  return by_name(stores_.stateful_sets, ns, name);
+}
+informer::ObjectPtr Observer::service(std::string_view ns, std::string_view name) const {
+  return by_name(stores_.services, ns, name);
+}
+informer::ObjectPtr Observer::pvc(std::string_view ns, std::string_view name) const {
+  return by_name(stores_.pvcs, ns, name);
+}
+informer::ObjectPtr Observer::pod(std::string_view ns, std::string_view name) const {
+  return by_name(stores_.pods, ns, name);
+}
+
+}  // namespace kstack::observer

@@ -1,0 +1,204 @@
+#include "reconciler/controller.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "catalog/model.h"
+#include "informer/informer.h"
+#include "informer/work_queue.h"
+#include "reconciler/desired_state.h"
+#include "reconciler/reconciler.h"
+
+namespace kstack::reconciler {
+namespace {
+
+informer::ReflectorOptions watch(const kube::ResourceType& type, std::string ns,
+                                 std::string label_selector = {}, std::string field_selector = {}) {
+  informer::ReflectorOptions o;
+  o.type = type;
+  o.namespace_name = std::move(ns);
+  o.label_selector = std::move(label_selector);
+  o.field_selector = std::move(field_selector);
+  return o;
+}
+
+}  // namespace
+
+struct Controller::Impl {
+  ControllerOptions options;
+  std::unique_ptr<informer::Informer> stacks, apptypes, configs, sets, services, pvcs, pods;
+  std::unique_ptr<executor::Executor> executor;
+  std::unique_ptr<Reconciler> reconciler;
+  std::unique_ptr<informer::WorkQueue> queue;
+  std::unique_ptr<informer::Workers> workers;
+  std::atomic<std::uint64_t> reconciles{0};
+  std::atomic<std::uint64_t> errors{0};
+  std::atomic<std::uint64_t> resyncs{0};
+  std::atomic<bool> synced{false};
+  std::once_flag stopped;
+
+  std::vector<informer::Informer*> all() const {
+    return {stacks.get(),   apptypes.get(), configs.get(), sets.get(),
+            services.get(), pvcs.get(),     pods.get()};
+  }
+};
+
+Controller::Controller(std::shared_ptr<kube::Client> client, ControllerOptions options)
+    : client_(std::move(client)), impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+}
+
+Controller::~Controller() { stop(); }
+
+kube::Result<void> Controller::start() {
+  auto& s = *impl_;
+  const auto& opts = s.options;
+  const informer::InformerOptions no_resync{.resync_period = std::chrono::milliseconds(0)};
+  const std::string owned = fmt::format("{}={}", kLabelManagedBy, kManagedByValue);
+  s.stacks = std::make_unique<informer::Informer>(
+      client_, watch(catalog::resources::kStacks, opts.watch_namespace),
+      informer::InformerOptions{.resync_period = opts.resync_period});
+  // AppTypes live in the Stacks' namespaces (local catalog) and the operator's (system).
+  s.apptypes = std::make_unique<informer::Informer>(
+      client_, watch(catalog::resources::kAppTypes, {}), no_resync);
+  s.configs = std::make_unique<informer::Informer>(
+      client_,
+      watch(catalog::resources::kKStackConfigs, opts.operator_namespace, {},
+            fmt::format("metadata.name={}", catalog::kConfigName)),
+      no_resync);
+  s.sets = std::make_unique<informer::Informer>(
+      client_, watch(kube::resources::kStatefulSets, opts.watch_namespace, owned), no_resync);
+  s.services = std::make_unique<informer::Informer>(
+      client_, watch(kube::resources::kServices, opts.watch_namespace, owned), no_resync);
+  s.pvcs = std::make_unique<informer::Informer>(
+      client_, watch(kube::resources::kPersistentVolumeClaims, opts.watch_namespace, owned),
+      no_resync);
+  s.pods = std::make_unique<informer::Informer>(
+      client_, watch(kube::resources::kPods, opts.watch_namespace, owned), no_resync);
+
+  s.executor = std::make_unique<executor::Executor>(client_, opts.executor);
+  Caches caches;
+  caches.stacks = &s.stacks->store();
+  caches.apptypes = &s.apptypes->store();
+  caches.configs = &s.configs->store();
+  caches.owned =
+      observer::Stores{&s.sets->store(), &s.services->store(), &s.pvcs->store(), &s.pods->store()};
+  ReconcilerOptions ro;
+  ro.operator_namespace = opts.operator_namespace;
+  ro.poll_interval = opts.poll_interval;
+  s.reconciler = std::make_unique<Reconciler>(caches, *s.executor, ro);
+
+  informer::WorkQueueOptions qo;
+  qo.name = "stack";
+  s.queue = std::make_unique<informer::WorkQueue>(qo);
+  auto* queue = s.queue.get();
+  auto* rec = s.reconciler.get();
+  auto enqueue = [queue](const std::vector<std::string>& keys) {
+    for (const auto& k : keys) queue->add(k);
+  };
+
+  informer::EventHandler on_stack;
+  on_stack.on_add = [queue](const informer::ObjectPtr& o) { queue->add(informer::object_key(*o)); };
+  on_stack.on_update = [queue](const informer::ObjectPtr&, const informer::ObjectPtr& o) {
+    queue->add(informer::object_key(*o));
+  };
+  on_stack.on_delete = [queue](const informer::ObjectPtr& o, bool) {
+    queue->add(informer::object_key(*o));
+  };
+  on_stack.on_resync = [queue, &s](const informer::ObjectPtr& o) {
+    s.resyncs.fetch_add(1);
+    queue->add(informer::object_key(*o));
+  };
+  s.stacks->add_handler(on_stack);
+
+  informer::EventHandler on_owned;
+  on_owned.on_add = [enqueue](const informer::ObjectPtr& o) {
+    enqueue(Reconciler::stacks_for_owned(*o));
+  };
+  on_owned.on_update = [enqueue](const informer::ObjectPtr& old, const informer::ObjectPtr& o) {
+    enqueue(Reconciler::stacks_for_owned(*o));
+    if (old) enqueue(Reconciler::stacks_for_owned(*old));  // a label or owner was taken away
+  };
+  on_owned.on_delete = [enqueue](const informer::ObjectPtr& o, bool) {
+    enqueue(Reconciler::stacks_for_owned(*o));
+  };
+  for (auto* inf : {s.sets.get(), s.services.get(), s.pvcs.get(), s.pods.get()}) {
+    inf->add_handler(on_owned);
+  }
+
+  informer::EventHandler on_app;
+  on_app.on_add = [enqueue, rec](const informer::ObjectPtr& o) {
+    enqueue(rec->stacks_for_apptype(*o));
+  };
+  on_app.on_update = [enqueue, rec](const informer::ObjectPtr&, const informer::ObjectPtr& o) {
+    enqueue(rec->stacks_for_apptype(*o));
+  };
+  on_app.on_delete = [enqueue, rec](const informer::ObjectPtr& o, bool) {
+    enqueue(rec->stacks_for_apptype(*o));
+  };
+  s.apptypes->add_handler(on_app);
+
+  informer::EventHandler on_config;
+  on_config.on_add = [enqueue, rec](const informer::ObjectPtr&) { enqueue(rec->all_stacks()); };
+  on_config.on_update = [enqueue, rec](const informer::ObjectPtr&, const informer::ObjectPtr&) {
+    enqueue(rec->all_stacks());
+  };
+  on_config.on_delete = [enqueue, rec](const informer::ObjectPtr&, bool) {
+    enqueue(rec->all_stacks());
+  };
+  s.configs->add_handler(on_config);
+
+  for (auto* inf : s.all()) inf->start();
+  const std::pair<const char*, informer::Informer*> caches_by_name[] = {
+      {"stacks", s.stacks.get()},
+      {"apptypes", s.apptypes.get()},
+      {"kstackconfigs", s.configs.get()},
+      {"statefulsets", s.sets.get()},
+      {"services", s.services.get()},
+      {"persistentvolumeclaims", s.pvcs.get()},
+      {"pods", s.pods.get()}};
+  for (const auto& [name, inf] : caches_by_name) {
+    if (!inf->wait_for_sync(opts.sync_timeout)) {
+      return kube::make_error(
+          kube::ErrorKind::kTimeout,
+          fmt::format("controller: the {} cache did not sync within {} ms (can kstack list and "
+                      "watch {}?)",
+                      name, opts.sync_timeout.count(), name));
+    }
+  }
+  s.synced = true;
+  spdlog::info("controller: caches synced ({} stacks); starting {} workers",
+               s.stacks->store().size(), opts.workers);
+  s.workers = std::make_unique<informer::Workers>(
+      *s.queue, std::max(1, opts.workers), [&s](const std::string& key) {
+        auto result = s.reconciler->reconcile(key);
+        s.reconciles.fetch_add(1);
+        if (result.kind == informer::WorkResult::Kind::kError ||
+            result.kind == informer::WorkResult::Kind::kTerminalError) {
+          s.errors.fetch_add(1);
+          spdlog::warn("reconcile {}: {}", key, result.error);
+        }
+        return result;
+      });
+  return {};
+}
+
+void Controller::stop() {
+  if (!impl_) return;
+  std::call_once(impl_->stopped, [this] {
+    auto& s = *impl_;
+    if (s.queue) s.queue->shut_down_with_drain();
+    if (s.workers) s.workers->stop();
+    for (auto* inf : s.all()) {
+      if (inf != nullptr) inf->stop();
+    }
+  });
+}
+
+bool Controller::synced() const { return impl_->synced.load(); }
+
+ControllerStats Controller::stats() const {
+  return ControllerStats{impl_->reconciles.load(), impl_->errors.load(), impl_->resyncs.load()};
+}
+
+}  // namespace kstack::reconciler

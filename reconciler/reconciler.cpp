@@ -1,0 +1,661 @@
+#include "reconciler/reconciler.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "catalog/defaults.h"
+#include "catalog/names.h"
+#include "catalog/parse.h"
+#include "executor/drift.h"
+#include "reconciler/desired_state.h"
+#include "reconciler/status.h"
+
+namespace kstack::reconciler {
+namespace json = boost::json;
+using informer::ObjectPtr;
+using informer::WorkResult;
+namespace res = kube::resources;
+
+namespace {
+
+const json::value* at(const json::value& v, std::string_view pointer) {
+  boost::system::error_code ec;
+  return v.find_pointer(pointer, ec);
+}
+
+std::string str_at(const json::value& v, std::string_view pointer) {
+  const auto* p = at(v, pointer);
+  return p != nullptr && p->is_string() ? std::string(p->as_string()) : std::string();
+}
+
+bool is_deleting(const json::value& object) {
+  const auto* ts = at(object, "/metadata/deletionTimestamp");
+  return ts != nullptr && !ts->is_null();
+}
+
+// The controller ownerReference's uid, "" when none.
+std::string controller_uid(const json::value& object) {
+  const auto* refs = at(object, "/metadata/ownerReferences");
+  if (refs == nullptr || !refs->is_array()) return {};
+  for (const auto& r : refs->as_array()) {
+    if (!r.is_object()) continue;
+    const auto* c = r.as_object().if_contains("controller");
+    if (c != nullptr && c->is_bool() && c->as_bool()) {
+      const auto* uid = r.as_object().if_contains("uid");
+      return uid != nullptr && uid->is_string() ? std::string(uid->as_string()) : std::string();
+    }
+  }
+  return {};
+}
+
+bool owned_by(const json::value& object, std::string_view uid) {
+  const auto* refs = at(object, "/metadata/ownerReferences");
+  if (refs == nullptr || !refs->is_array()) return false;
+  for (const auto& r : refs->as_array()) {
+    if (r.is_object() && str_at(r, "/uid") == uid) return true;
+  }
+  return false;
+}
+
+std::int64_t replicas_of(const json::value& sts) {
+  const auto* r = at(sts, "/spec/replicas");
+  return r != nullptr && r->is_int64() ? r->as_int64() : 1;
+}
+
+bool has_finalizer(const catalog::Stack& stack) {
+  const auto& f = stack.metadata.finalizers;
+  return std::find(f.begin(), f.end(), catalog::kCleanupFinalizer) != f.end();
+}
+
+// The PVC metadata kstack applies to adopt a member's claim (or, without the ownerReference,
+// to let go of a retained one).
+json::value pvc_claim(const json::value& live, const json::object& labels,
+                      const json::object* owner) {
+  json::object md{{"name", str_at(live, "/metadata/name")},
+                  {"namespace", str_at(live, "/metadata/namespace")},
+                  {"labels", labels}};
+  if (owner != nullptr) md["ownerReferences"] = json::array{*owner};
+  return json::object{{"apiVersion", "v1"}, {"kind", "PersistentVolumeClaim"}, {"metadata", md}};
+}
+
+// Retry quickly on conflicts (stale cache) and transient errors; give up on the rest.
+WorkResult result_for(const kube::Error& e, std::string what) {
+  switch (e.kind) {
+    case kube::ErrorKind::kBadRequest:
+    case kube::ErrorKind::kInvalid:
+    case kube::ErrorKind::kForbidden:
+    case kube::ErrorKind::kMethodNotAllowed:
+    case kube::ErrorKind::kUnsupportedMedia:
+      return WorkResult::terminal(std::move(what));
+    default:
+      return WorkResult::retry(std::move(what));
+  }
+}
+
+}  // namespace
+
+struct Reconciler::Pass {
+  ObjectPtr object;  // the cached Stack
+  catalog::Stack stack;
+  catalog::StackStatus old_status;
+  catalog::StackStatus status;
+  std::string now;
+  bool spec_changed = false;  // generation differs from what status last observed
+  // Degraded causes, first one wins the reason.
+  std::vector<std::pair<std::string, std::string>> degraded;
+  std::optional<WorkResult> failure;  // the first failed write
+  bool waiting = false;               // something converges outside this pass: poll again
+  std::string ns() const { return stack.metadata.namespace_name; }
+};
+
+Reconciler::Reconciler(Caches caches, executor::Executor& executor, ReconcilerOptions options)
+    : caches_(caches),
+      executor_(executor),
+      options_(std::move(options)),
+      catalog_(catalog::CatalogStores{caches.apptypes, caches.stacks, caches.configs,
+                                      caches.storage_classes},
+               catalog::CatalogOptions{options_.operator_namespace}),
+      observer_(caches.owned) {}
+
+std::vector<std::string> Reconciler::stacks_for_owned(const json::value& object) {
+  const auto ns = str_at(object, "/metadata/namespace");
+  if (const auto* refs = at(object, "/metadata/ownerReferences"); refs && refs->is_array()) {
+    for (const auto& r : refs->as_array()) {
+      if (r.is_object() && str_at(r, "/kind") == catalog::kStackKind &&
+          str_at(r, "/apiVersion").starts_with(catalog::kGroup)) {
+        return {informer::object_key(ns, str_at(r, "/name"))};
+      }
+    }
+  }
+  const auto label = str_at(object, "/metadata/labels/kstack.io~1stack");
+  if (!label.empty()) return {informer::object_key(ns, label)};
+  return {};
+}
+
+std::vector<std::string> Reconciler::stacks_for_apptype(const json::value& apptype) const {
+  std::vector<std::string> keys;
+  for (const auto& s : catalog_.stacks_using(str_at(apptype, "/metadata/namespace"),
+                                             str_at(apptype, "/metadata/name"))) {
+    keys.push_back(informer::object_key(*s));
+  }
+  return keys;
+}
+
+std::vector<std::string> Reconciler::all_stacks() const { return caches_.stacks->keys(); }
+
+void Reconciler::remember(informer::Store* store, json::value object) {
+  // What the server answered is newer than the cache: keep it there so that a pass running
+  // before the watch event arrives does not act on the old object again.
+  if (auto* md = object.as_object().if_contains("metadata"); md && md->is_object()) {
+    md->as_object().erase("managedFields");
+  }
+  store->upsert(std::make_shared<const json::value>(std::move(object)));
+}
+
+bool Reconciler::apply(Pass& pass, const kube::ResourceType& type, const json::value& desired,
+                       const ObjectPtr& live) {
+  const auto name = str_at(desired, "/metadata/name");
+  json::value answer;
+  auto change = executor_.apply(type, desired, live.get(), &answer);
+  if (!change) {
+    const auto what =
+        fmt::format("apply {} {}/{}: {}", type.kind, pass.ns(), name, change.error().message);
+    spdlog::warn("stack {}/{}: {}", pass.ns(), pass.stack.metadata.name, what);
+    if (change.error().kind != kube::ErrorKind::kConflict) {
+      pass.degraded.emplace_back(std::string(kReasonApplyFailed), what);
+      executor_.event(*pass.object, "Warning", "ApplyFailed", "Apply", what);
+    }
+    if (!pass.failure) pass.failure = result_for(change.error(), what);
+    return false;
+  }
+  if (*change == executor::Change::kNone) return true;
+  informer::Store* store = type == res::kStatefulSets             ? caches_.owned.stateful_sets
+                           : type == res::kServices               ? caches_.owned.services
+                           : type == res::kPersistentVolumeClaims ? caches_.owned.pvcs
+                                                                  : nullptr;
+  if (store != nullptr && answer.is_object()) remember(store, std::move(answer));
+  const bool created = *change == executor::Change::kCreated;
+  // A claim the StatefulSet controller made gets kstack's ownerReference: adoption, not drift.
+  const bool adopted =
+      type == res::kPersistentVolumeClaims && live && controller_uid(*live).empty();
+  const std::string reason = created             ? "Created"
+                             : adopted           ? "Adopted"
+                             : pass.spec_changed ? "Updated"
+                                                 : "Repaired";
+  std::string note =
+      created   ? fmt::format("{} {} created", type.kind, name)
+      : adopted ? fmt::format("{} {} adopted (owned by the Stack from now on)", type.kind, name)
+      : pass.spec_changed ? fmt::format("{} {} updated to the Stack's spec", type.kind, name)
+                          : fmt::format("{} {} restored to its desired state ({})", type.kind, name,
+                                        live ? executor::first_difference(*live, desired) : "");
+  spdlog::info("stack {}/{}: {}", pass.ns(), pass.stack.metadata.name, note);
+  executor_.event(*pass.object, "Normal", reason, created ? "Create" : "Update", note);
+  return true;
+}
+
+bool Reconciler::remove(Pass& pass, const kube::ResourceType& type, const ObjectPtr& live,
+                        std::string_view why) {
+  if (is_deleting(*live)) return true;  // already on its way
+  const auto name = str_at(*live, "/metadata/name");
+  auto change = executor_.remove(type, pass.ns(), name, str_at(*live, "/metadata/uid"));
+  if (!change) {
+    const auto what =
+        fmt::format("delete {} {}/{}: {}", type.kind, pass.ns(), name, change.error().message);
+    spdlog::warn("stack {}/{}: {}", pass.ns(), pass.stack.metadata.name, what);
+    if (!pass.failure) pass.failure = result_for(change.error(), what);
+    return false;
+  }
+  if (*change == executor::Change::kDeleted) {
+    const auto note = fmt::format("{} {} deleted: {}", type.kind, name, why);
+    spdlog::info("stack {}/{}: {}", pass.ns(), pass.stack.metadata.name, note);
+    executor_.event(*pass.object, "Normal", "Deleted", "Delete", note);
+  }
+  return true;
+}
+
+WorkResult Reconciler::reconcile(const std::string& key) {
+  Pass pass;
+  pass.object = caches_.stacks->get(key);
+  if (!pass.object) return WorkResult::success();  // gone: the garbage collector has the rest
+  catalog::FieldErrors errors;
+  pass.stack = catalog::decode_stack(*pass.object, errors);
+  if (pass.stack.status) {
+    pass.old_status = *pass.stack.status;
+    // Round-trip so that comparisons see the same canonical form this pass writes.
+    catalog::FieldErrors ignored;
+    pass.old_status = catalog::decode_stack_status(catalog::to_json(pass.old_status), ignored);
+  }
+  pass.status = pass.old_status;
+  pass.now = rfc3339_now();
+  pass.spec_changed = pass.old_status.observed_generation != pass.stack.metadata.generation;
+
+  if (pass.stack.metadata.deleting) return finalize(pass);
+
+  if (!has_finalizer(pass.stack)) {
+    // The finalizer goes on first, so that a Stack deleted from here on is cleaned up by kstack
+    // (retention policy) rather than only by the garbage collector.
+    auto finalizers = pass.stack.metadata.finalizers;
+    finalizers.emplace_back(catalog::kCleanupFinalizer);
+    auto stored =
+        executor_.set_finalizers(catalog::resources::kStacks, pass.ns(), pass.stack.metadata.name,
+                                 pass.stack.metadata.resource_version, finalizers);
+    if (!stored) {
+      return result_for(stored.error(),
+                        fmt::format("add finalizer to Stack {}: {}", key, stored.error().message));
+    }
+    remember(caches_.stacks, *stored);
+    pass.object = caches_.stacks->get(key);
+    if (!pass.object) return WorkResult::success();
+    catalog::FieldErrors ignored;
+    pass.stack = catalog::decode_stack(*pass.object, ignored);
+  }
+  return run(pass);
+}
+
+WorkResult Reconciler::run(Pass& pass) {
+  auto& st = pass.status;
+  const auto& stack = pass.stack;
+  st.observed_generation = stack.metadata.generation;
+
+  const auto found = catalog_.find_app(stack);
+  if (!found) {
+    // Admission refuses deleting an AppType in use; if it happened anyway, keep every object
+    // (the data is the user's) and say why nothing progresses.
+    const auto msg = fmt::format(
+        "AppType \"{}\" ({} catalog) not found; nothing is changed "
+        "until it exists again",
+        stack.spec.app, stack.spec.app_catalog.value_or("any"));
+    st.state = std::string(catalog::kStackError);
+    set_condition(st.conditions, kConditionDegraded, "True", kReasonAppTypeMissing, msg,
+                  st.observed_generation, pass.now);
+    set_condition(st.conditions, kConditionReady, "False", kReasonAppTypeMissing, msg,
+                  st.observed_generation, pass.now);
+    set_condition(st.conditions, kConditionProgressing, "False", kReasonBlocked, msg,
+                  st.observed_generation, pass.now);
+    if (!same_status(st, pass.old_status)) {
+      executor_.event(*pass.object, "Warning", kReasonAppTypeMissing, "Reconcile", msg);
+    }
+    return write_status(pass, WorkResult::success());
+  }
+  const auto config = catalog_.config();
+  const catalog::KStackConfig* cfg = config ? &*config : nullptr;
+  auto desired = desired_state(stack, found->app, cfg);
+  if (!desired) {
+    const auto& msg = desired.error().message;
+    st.state = std::string(catalog::kStackError);
+    set_condition(st.conditions, kConditionDegraded, "True", kReasonInvalidSpec, msg,
+                  st.observed_generation, pass.now);
+    set_condition(st.conditions, kConditionReady, "False", kReasonInvalidSpec, msg,
+                  st.observed_generation, pass.now);
+    set_condition(st.conditions, kConditionProgressing, "False", kReasonBlocked, msg,
+                  st.observed_generation, pass.now);
+    if (!same_status(st, pass.old_status)) {
+      executor_.event(*pass.object, "Warning", kReasonInvalidSpec, "Reconcile", msg);
+    }
+    return write_status(pass, WorkResult::terminal(msg));
+  }
+  const auto observed = observer_.observe(pass.ns(), stack.metadata.name);
+  const auto owner = owner_reference(stack);
+  const auto& uid = stack.metadata.uid;
+  auto live = [](const std::map<std::string, ObjectPtr>& m, const std::string& name) {
+    auto it = m.find(name);
+    return it == m.end() ? ObjectPtr{} : it->second;
+  };
+
+  // ---- objects ----
+  st.cluster_service = desired->headless_service_name;
+  apply(pass, kube::resources::kServices, desired->headless_service,
+        live(observed.services, desired->headless_service_name));
+  std::set<std::string> wanted_services{desired->headless_service_name};
+  std::set<std::string> wanted_sets;
+  for (const auto& role : desired->roles) {
+    wanted_sets.insert(role.stateful_set_name);
+    const auto sts = live(observed.stateful_sets, role.stateful_set_name);
+    if (sts && is_deleting(*sts)) {
+      pass.waiting = true;  // recreated once the old one is gone (same name, same PVCs)
+      continue;
+    }
+    if (sts && replicas_of(*sts) != role.replicas) {
+      const auto from = replicas_of(*sts);
+      executor_.event(*pass.object, "Normal", "Scaled", "Scale",
+                      fmt::format("role {}: StatefulSet {} replicas {} -> {}", role.id,
+                                  role.stateful_set_name, from, role.replicas));
+    }
+    apply(pass, kube::resources::kStatefulSets, role.stateful_set, sts);
+  }
+  for (const auto& svc : desired->member_services) {
+    const auto name = str_at(svc, "/metadata/name");
+    wanted_services.insert(name);
+    apply(pass, kube::resources::kServices, svc, live(observed.services, name));
+  }
+  for (const auto& [name, obj] : observed.services) {
+    if (!wanted_services.contains(name) && owned_by(*obj, uid)) {
+      remove(pass, kube::resources::kServices, obj, "its member is no longer in the Stack");
+    }
+  }
+  for (const auto& [name, obj] : observed.stateful_sets) {
+    if (!wanted_sets.contains(name) && owned_by(*obj, uid)) {
+      remove(pass, kube::resources::kStatefulSets, obj, "its role is no longer in the Stack");
+    }
+  }
+
+  // ---- members ----
+  std::map<std::string, const catalog::MemberStatus*> previous;
+  std::map<std::string, const catalog::RoleStatus*> previous_roles;
+  for (const auto& r : pass.old_status.roles) {
+    previous_roles[r.id] = &r;
+    for (const auto& m : r.members) previous[m.pod] = &m;
+  }
+  std::set<std::string> desired_pvcs;
+  std::vector<catalog::RoleStatus> roles;
+  catalog::MemberStateRollup acc;
+  std::int64_t ready = 0, wanted = 0;
+  const bool retain_scaled =
+      stack.spec.pvc_retention.when_scaled.value_or("") == catalog::kRetentionRetain;
+  auto reconcile_member = [&](catalog::MemberStatus& m, const ObjectPtr& pod_obj, bool removing) {
+    const auto pod = view_pod(pod_obj.get());
+    const auto* prev = previous.contains(m.pod) ? previous[m.pod] : nullptr;
+    m.state_detail.last_known_container_state = pod.container_state;
+    m.state_detail.scheduling_error_message = pod.unschedulable ? pod.scheduling_message : "";
+    if (removing) {
+      m.state = std::string(catalog::kMemberDeleting);
+      acc.membership_changing = true;
+      return;
+    }
+    const auto next = member_state(pod);
+    const bool was_ready = prev != nullptr && prev->state == catalog::kMemberReady;
+    m.state = std::string(next);
+    if (next == catalog::kMemberReady) {
+      ++ready;
+    } else {
+      if (was_ready) acc.members_down = true;
+      if (next == catalog::kMemberCreatePending && !pod.exists) acc.membership_changing = true;
+      if (pod.unschedulable) acc.members_not_scheduled = true;
+      if (pod.exists && pod.scheduled && pod.container_state == "waiting")
+        acc.members_waiting = true;
+      if (pod.exists && pod.scheduled) acc.members_initializing = true;
+      if (pod.restart_count > 0 && pod.exists) acc.members_restarting = true;
+    }
+  };
+  for (const auto& role : desired->roles) {
+    catalog::RoleStatus rs;
+    rs.id = role.id;
+    rs.stateful_set = role.stateful_set_name;
+    for (const auto& dm : role.members) {
+      catalog::MemberStatus m;
+      if (auto it = previous.find(dm.pod); it != previous.end()) {
+        m = *it->second;
+      } else {
+        m.node_id = ++st.last_node_id;
+        m.state = std::string(catalog::kMemberCreatePending);
+      }
+      m.pod = dm.pod;
+      m.service = dm.service;
+      m.pvc = dm.pvc;
+      ++wanted;
+      const auto pod_obj = live(observed.pods, dm.pod);
+      reconcile_member(m, pod_obj, false);
+      if (!dm.pvc.empty()) {
+        desired_pvcs.insert(dm.pvc);
+        const auto pvc = live(observed.pvcs, dm.pvc);
+        if (pvc && is_deleting(*pvc)) {
+          pass.degraded.emplace_back(std::string(kReasonPvcMissing),
+                                     fmt::format("PVC {} of member {} is being deleted; the "
+                                                 "StatefulSet recreates it with the pod",
+                                                 dm.pvc, dm.pod));
+          pass.waiting = true;
+        } else if (pvc) {
+          const auto other = controller_uid(*pvc);
+          if (other.empty() || other == uid) {
+            const auto labels = common_labels(stack, found->app, role.id);
+            apply(pass, kube::resources::kPersistentVolumeClaims, pvc_claim(*pvc, labels, &owner),
+                  pvc);
+          } else {
+            pass.degraded.emplace_back(
+                std::string(kReasonPvcMissing),
+                fmt::format("PVC {} of member {} is controlled by another owner ({})", dm.pvc,
+                            dm.pod, other));
+          }
+        } else if (pod_obj) {
+          // The pod exists, so its claim did: deleted, or kstack's labels were taken off it.
+          auto got =
+              executor_.client().get(kube::resources::kPersistentVolumeClaims, pass.ns(), dm.pvc);
+          if (got && !is_deleting(*got) &&
+              (controller_uid(*got).empty() || controller_uid(*got) == uid)) {
+            const auto labels = common_labels(stack, found->app, role.id);
+            apply(pass, kube::resources::kPersistentVolumeClaims, pvc_claim(*got, labels, &owner),
+                  std::make_shared<const json::value>(*got));
+          } else {
+            pass.degraded.emplace_back(
+                std::string(kReasonPvcMissing),
+                fmt::format("PVC {} of member {} is missing", dm.pvc, dm.pod));
+            pass.waiting = true;
+          }
+        }
+      }
+      rs.members.push_back(std::move(m));
+    }
+    // Members above the new size: their pods go (replicas were lowered above), then their
+    // claims follow the whenScaled policy. They stay in status as `deleting` until done.
+    if (auto it = previous_roles.find(role.id); it != previous_roles.end()) {
+      for (const auto& old : it->second->members) {
+        const auto ord = ordinal_of(old.pod);
+        if (!ord || *ord < role.replicas) continue;
+        const auto pod_obj = live(observed.pods, old.pod);
+        catalog::MemberStatus m = old;
+        reconcile_member(m, pod_obj, true);
+        if (pod_obj) {
+          pass.waiting = true;
+          rs.members.push_back(std::move(m));
+        }
+      }
+    }
+    roles.push_back(std::move(rs));
+  }
+  // Roles no longer in the spec: their StatefulSet was deleted above; report until pods go.
+  for (const auto& old : pass.old_status.roles) {
+    if (wanted_sets.contains(old.stateful_set)) continue;
+    catalog::RoleStatus rs = old;
+    rs.members.clear();
+    for (const auto& om : old.members) {
+      const auto pod_obj = live(observed.pods, om.pod);
+      if (!pod_obj) continue;
+      catalog::MemberStatus m = om;
+      reconcile_member(m, pod_obj, true);
+      pass.waiting = true;
+      rs.members.push_back(std::move(m));
+    }
+    if (!rs.members.empty()) roles.push_back(std::move(rs));
+  }
+  // Claims of members that are gone: Delete (default) or Retain (drop the ownerReference so the
+  // claim outlives the Stack), once no pod uses them.
+  for (const auto& [name, pvc] : observed.pvcs) {
+    if (desired_pvcs.contains(name) || is_deleting(*pvc)) continue;
+    // data-<stack>-<role>-<n> -> <stack>-<role>-<n>
+    const auto member = name.substr(std::min(name.size(), catalog::kDataVolumeName.size() + 1));
+    if (live(observed.pods, member)) {
+      pass.waiting = true;
+      continue;
+    }
+    if (retain_scaled) {
+      if (owned_by(*pvc, uid)) {
+        json::object labels;
+        if (const auto* l = at(*pvc, "/metadata/labels"); l && l->is_object()) {
+          labels = l->as_object();
+        }
+        auto kept = executor_.force_apply(kube::resources::kPersistentVolumeClaims,
+                                          pvc_claim(*pvc, labels, nullptr));
+        if (kept) {
+          remember(caches_.owned.pvcs, std::move(*kept));
+          executor_.event(*pass.object, "Normal", "Retained", "Scale",
+                          fmt::format("PVC {} kept (whenScaled: Retain)", name));
+        } else if (!pass.failure) {
+          pass.failure = result_for(kept.error(), kept.error().message);
+        }
+      }
+    } else if (owned_by(*pvc, uid)) {
+      remove(pass, kube::resources::kPersistentVolumeClaims, pvc, "its member was removed");
+    }
+  }
+
+  // ---- status ----
+  st.roles = std::move(roles);
+  st.desired_members = wanted;
+  st.ready_members = ready;
+  st.member_summary = fmt::format("{}/{}", ready, wanted);
+  for (const auto& role : desired->roles) {
+    const auto sts = live(observed.stateful_sets, role.stateful_set_name);
+    if (!sts || replicas_of(*sts) != role.replicas) acc.membership_changing = true;
+  }
+  for (const auto& r : st.roles) {
+    for (const auto& m : r.members) {
+      if (m.state == catalog::kMemberDeleting || m.state == catalog::kMemberDeletePending) {
+        acc.membership_changing = true;
+      }
+    }
+  }
+  st.member_state_rollup = acc;
+  const bool all_ready = ready == wanted && !acc.membership_changing;
+  const auto gen = st.observed_generation;
+  if (all_ready) {
+    set_condition(st.conditions, kConditionReady, "True", kReasonAllMembersReady,
+                  fmt::format("{} of {} members ready", ready, wanted), gen, pass.now);
+  } else {
+    set_condition(st.conditions, kConditionReady, "False", kReasonMembersNotReady,
+                  fmt::format("{} of {} members ready", ready, wanted), gen, pass.now);
+  }
+  const bool never_ready =
+      pass.old_status.state.empty() || pass.old_status.state == catalog::kStackCreating;
+  if (all_ready) {
+    set_condition(st.conditions, kConditionProgressing, "False", kReasonStable,
+                  "every member is as the spec asks", gen, pass.now);
+  } else {
+    const auto reason = never_ready               ? kReasonCreating
+                        : acc.membership_changing ? kReasonScaling
+                                                  : kReasonRecovering;
+    set_condition(st.conditions, kConditionProgressing, "True", reason,
+                  fmt::format("{} of {} members ready", ready, wanted), gen, pass.now);
+  }
+  if (pass.degraded.empty()) {
+    set_condition(st.conditions, kConditionDegraded, "False", kReasonAsExpected, "no problem found",
+                  gen, pass.now);
+  } else {
+    std::string message;
+    for (const auto& [reason, msg] : pass.degraded) {
+      if (!message.empty()) message += "; ";
+      message += msg;
+    }
+    if (message.size() > 2048) message.resize(2048);
+    set_condition(st.conditions, kConditionDegraded, "True", pass.degraded.front().first, message,
+                  gen, pass.now);
+  }
+  if (all_ready && pass.degraded.empty()) {
+    st.state = std::string(catalog::kStackReady);
+  } else if (never_ready && !all_ready) {
+    st.state = std::string(catalog::kStackCreating);
+  } else if (all_ready) {
+    st.state = std::string(catalog::kStackReady);
+  } else {
+    st.state = std::string(catalog::kStackUpdating);
+  }
+  if (st.state != pass.old_status.state) {
+    executor_.event(*pass.object, "Normal", "StateChanged", "Reconcile",
+                    fmt::format("Stack state {} -> {} ({})",
+                                pass.old_status.state.empty() ? "none" : pass.old_status.state,
+                                st.state, st.member_summary));
+  }
+
+  WorkResult result = WorkResult::success();
+  if (pass.failure) {
+    result = *pass.failure;
+  } else if (pass.waiting || !all_ready) {
+    result = WorkResult::requeue_after(options_.poll_interval);
+  }
+  return write_status(pass, result);
+}
+
+WorkResult Reconciler::write_status(Pass& pass, WorkResult result) {
+  if (same_status(pass.status, pass.old_status)) return result;
+  json::value object = *pass.object;
+  object.as_object()["status"] = catalog::to_json(pass.status);
+  auto stored = executor_.update_status(catalog::resources::kStacks, object);
+  if (!stored) {
+    const auto what = fmt::format("write status of Stack {}/{}: {}", pass.ns(),
+                                  pass.stack.metadata.name, stored.error().message);
+    if (stored.error().kind == kube::ErrorKind::kNotFound) return WorkResult::success();
+    spdlog::debug("{}", what);
+    if (result.kind == WorkResult::Kind::kError ||
+        result.kind == WorkResult::Kind::kTerminalError) {
+      return result;
+    }
+    return result_for(stored.error(), what);
+  }
+  remember(caches_.stacks, std::move(*stored));
+  return result;
+}
+
+WorkResult Reconciler::finalize(Pass& pass) {
+  if (!has_finalizer(pass.stack)) return WorkResult::success();
+  const auto observed = observer_.observe(pass.ns(), pass.stack.metadata.name);
+  const auto& uid = pass.stack.metadata.uid;
+  const bool retain =
+      pass.stack.spec.pvc_retention.when_deleted.value_or("") == catalog::kRetentionRetain;
+  bool remaining = false;
+  for (const auto& [name, sts] : observed.stateful_sets) {
+    if (!owned_by(*sts, uid)) continue;
+    remaining = true;
+    remove(pass, kube::resources::kStatefulSets, sts, "the Stack is being deleted");
+  }
+  for (const auto& [name, svc] : observed.services) {
+    if (!owned_by(*svc, uid)) continue;
+    remaining = true;
+    remove(pass, kube::resources::kServices, svc, "the Stack is being deleted");
+  }
+  for (const auto& [name, pod] : observed.pods) {
+    (void)name;
+    (void)pod;
+    remaining = true;  // the garbage collector removes them with their StatefulSet
+  }
+  for (const auto& [name, pvc] : observed.pvcs) {
+    if (!owned_by(*pvc, uid)) continue;
+    if (retain) {
+      json::object labels;
+      if (const auto* l = at(*pvc, "/metadata/labels"); l && l->is_object())
+        labels = l->as_object();
+      auto kept = executor_.force_apply(kube::resources::kPersistentVolumeClaims,
+                                        pvc_claim(*pvc, labels, nullptr));
+      if (!kept) {
+        if (!pass.failure) pass.failure = result_for(kept.error(), kept.error().message);
+        continue;
+      }
+      remember(caches_.owned.pvcs, std::move(*kept));
+      executor_.event(*pass.object, "Normal", "Retained", "Delete",
+                      fmt::format("PVC {} kept (whenDeleted: Retain)", name));
+      continue;
+    }
+    remaining = true;
+    remove(pass, kube::resources::kPersistentVolumeClaims, pvc, "the Stack is being deleted");
+  }
+  if (pass.failure) return *pass.failure;
+  if (remaining) return WorkResult::requeue_after(options_.poll_interval);
+  auto finalizers = pass.stack.metadata.finalizers;
+  std::erase(finalizers, std::string(catalog::kCleanupFinalizer));
+  auto stored =
+      executor_.set_finalizers(catalog::resources::kStacks, pass.ns(), pass.stack.metadata.name,
+                               pass.stack.metadata.resource_version, finalizers);
+  if (!stored) {
+    if (stored.error().kind == kube::ErrorKind::kNotFound) return WorkResult::success();
+    return result_for(stored.error(),
+                      fmt::format("remove finalizer of Stack {}/{}: {}", pass.ns(),
+                                  pass.stack.metadata.name, stored.error().message));
+  }
+  spdlog::info("stack {}/{}: cleanup done, finalizer removed", pass.ns(), pass.stack.metadata.name);
+  return WorkResult::success();
+}
+
+}  // namespace kstack::reconciler

@@ -1,0 +1,71 @@
+// One Stack's reconcile pass (SPEC §4): observe from the caches, compute the desired
+// objects, issue only the writes needed through the executor, advance the member and stack
+// state machines, write status once if it changed, and post Events for what it did.
+// Level-based and idempotent: running it again on an unchanged cluster issues no write.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "catalog/catalog.h"
+#include "executor/executor.h"
+#include "informer/store.h"
+#include "informer/work_queue.h"
+#include "observer/observer.h"
+
+namespace kstack::reconciler {
+
+struct Caches {
+  informer::Store* stacks = nullptr;
+  informer::Store* apptypes = nullptr;
+  informer::Store* configs = nullptr;
+  informer::Store* storage_classes = nullptr;  // may be null
+  observer::Stores owned;
+};
+
+struct ReconcilerOptions {
+  std::string operator_namespace = std::string(catalog::kDefaultOperatorNamespace);
+  // Requeue delay while members converge or cleanup waits on the garbage collector.
+  std::chrono::milliseconds poll_interval{2000};
+};
+
+class Reconciler {
+ public:
+  // Registers its indexes on the stores: construct before the informers start.
+  Reconciler(Caches caches, executor::Executor& executor, ReconcilerOptions options = {});
+
+  // `key` is "<namespace>/<name>" of a Stack.
+  informer::WorkResult reconcile(const std::string& key);
+
+  // The Stack keys an event on an owned object (StatefulSet, Service, PVC, Pod) concerns:
+  // its controller ownerReference to a Stack, else its kstack.io/stack label.
+  static std::vector<std::string> stacks_for_owned(const boost::json::value& object);
+  // Stacks using an AppType (for AppType events), and every Stack (for KStackConfig events).
+  std::vector<std::string> stacks_for_apptype(const boost::json::value& apptype) const;
+  std::vector<std::string> all_stacks() const;
+
+  const catalog::Catalog& catalog() const { return catalog_; }
+
+ private:
+  struct Pass;
+  informer::WorkResult run(Pass& pass);
+  informer::WorkResult finalize(Pass& pass);
+  informer::WorkResult write_status(Pass& pass, informer::WorkResult result);
+  bool apply(Pass& pass, const kube::ResourceType& type, const boost::json::value& desired,
+             const informer::ObjectPtr& live);
+  bool remove(Pass& pass, const kube::ResourceType& type, const informer::ObjectPtr& live,
+              std::string_view why);
+  void remember(informer::Store* store, boost::json::value object);
+
+  Caches caches_;
+  executor::Executor& executor_;
+  ReconcilerOptions options_;
+  catalog::Catalog catalog_;
+  observer::Observer observer_;
+};
+
+}  // namespace kstack::reconciler
