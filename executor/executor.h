@@ -51,8 +51,7 @@ class Executor {
   // (kNone); otherwise a forced server-side apply: kCreated when `live` was null, else
   // kUpdated. The server's answer is returned in `*result` when non-null.
   kube::Result<Change> apply(const kube::ResourceType& type, const boost::json::value& desired,
-                             const boost::json::value* live,
-                             boost::json::value* result = nullptr);
+                             const boost::json::value* live, boost::json::value* result = nullptr);
 
   // Applies `desired` unconditionally (no cache to compare with), e.g. to drop a field kstack
   // owned: what kstack's manager no longer sends, the server removes.
