@@ -248,6 +248,9 @@ struct MemberStateDetail {
   std::string start_script_stdout_message;
   std::string start_script_stderr_message;
   std::string scheduling_error_message;
+  // The last notification (--addnodes/--delnodes) that failed for good, with why; cleared
+  // when a later one succeeds.
+  std::string last_notify_error;
 };
 
 struct MemberStatus {

@@ -66,6 +66,7 @@ MemberStatus decode_member(const json::object& o, const std::string& p, Decoder&
     s.start_script_stdout_message = d.string(*sd, "startScriptStdoutMessage", sp).value_or("");
     s.start_script_stderr_message = d.string(*sd, "startScriptStderrMessage", sp).value_or("");
     s.scheduling_error_message = d.string(*sd, "schedulingErrorMessage", sp).value_or("");
+    s.last_notify_error = d.string(*sd, "lastNotifyError", sp).value_or("");
   }
   return m;
 }
@@ -106,6 +107,7 @@ json::object detail_json(const MemberStateDetail& s) {
   put(o, "startScriptStdoutMessage", s.start_script_stdout_message);
   put(o, "startScriptStderrMessage", s.start_script_stderr_message);
   put(o, "schedulingErrorMessage", s.scheduling_error_message);
+  put(o, "lastNotifyError", s.last_notify_error);
   return o;
 }
 

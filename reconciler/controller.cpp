@@ -28,6 +28,8 @@ struct Controller::Impl {
   ControllerOptions options;
   std::unique_ptr<informer::Informer> stacks, apptypes, configs, sets, services, pvcs, pods;
   std::unique_ptr<executor::Executor> executor;
+  std::unique_ptr<executor::SetupRunner> setup;
+  std::unique_ptr<Notifier> notifier;
   std::unique_ptr<Reconciler> reconciler;
   std::unique_ptr<informer::WorkQueue> queue;
   std::unique_ptr<informer::Workers> workers;
@@ -76,6 +78,9 @@ kube::Result<void> Controller::start() {
   s.pods = std::make_unique<informer::Informer>(
       client_, watch(kube::resources::kPods, opts.watch_namespace, owned), no_resync);
 
+  informer::WorkQueueOptions qo;
+  qo.name = "stack";
+  s.queue = std::make_unique<informer::WorkQueue>(qo);
   s.executor = std::make_unique<executor::Executor>(client_, opts.executor);
   Caches caches;
   caches.stacks = &s.stacks->store();
@@ -86,11 +91,12 @@ kube::Result<void> Controller::start() {
   ReconcilerOptions ro;
   ro.operator_namespace = opts.operator_namespace;
   ro.poll_interval = opts.poll_interval;
-  s.reconciler = std::make_unique<Reconciler>(caches, *s.executor, ro);
+  s.setup = std::make_unique<executor::SetupRunner>(client_, opts.setup);
+  s.notifier = std::make_unique<Notifier>(
+      *s.setup, [q = s.queue.get()](const std::string& key) { q->add(key); }, opts.notifier);
+  s.reconciler = std::make_unique<Reconciler>(caches, *s.executor, ro,
+                                              SetupHooks{s.setup.get(), s.notifier.get()});
 
-  informer::WorkQueueOptions qo;
-  qo.name = "stack";
-  s.queue = std::make_unique<informer::WorkQueue>(qo);
   auto* queue = s.queue.get();
   auto* rec = s.reconciler.get();
   auto enqueue = [queue](const std::vector<std::string>& keys) {
@@ -189,6 +195,7 @@ void Controller::stop() {
     auto& s = *impl_;
     if (s.queue) s.queue->shut_down_with_drain();
     if (s.workers) s.workers->stop();
+    if (s.notifier) s.notifier->stop();
     for (auto* inf : s.all()) {
       if (inf != nullptr) inf->stop();
     }

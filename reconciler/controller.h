@@ -13,7 +13,9 @@
 #include <string>
 
 #include "executor/executor.h"
+#include "executor/setup.h"
 #include "kube/client.h"
+#include "reconciler/notifier.h"
 
 namespace kstack::reconciler {
 
@@ -27,6 +29,8 @@ struct ControllerOptions {
   std::chrono::milliseconds poll_interval{2000};
   std::chrono::milliseconds sync_timeout{60 * 1000};
   executor::ExecutorOptions executor;
+  executor::SetupOptions setup;
+  NotifierOptions notifier;
 };
 
 struct ControllerStats {

@@ -191,6 +191,7 @@ kube::Result<DesiredState> desired_state(const Stack& stack, const AppType& app,
   const std::string domain = catalog::cluster_svc_domain_base(config);
   const std::string service_type = catalog::effective_service_type(stack, config);
   out.headless_service_name = catalog::headless_service_name(s);
+  out.member_domain = fmt::format("{}.{}{}", out.headless_service_name, ns, domain);
 
   catalog::FieldErrors errors;
   for (std::size_t i = 0; i < stack.spec.roles.size(); ++i) {

@@ -46,6 +46,9 @@ struct DesiredRole {
 
 struct DesiredState {
   std::string headless_service_name;
+  std::string member_domain;  // <headless>.<namespace><clusterSvcDomainBase>
+  // A member's FQDN, for members in the spec and those leaving it alike.
+  std::string fqdn(std::string_view pod) const { return std::string(pod) + "." + member_domain; }
   boost::json::value headless_service;
   std::vector<DesiredRole> roles;
   std::vector<boost::json::value> member_services;  // in role, ordinal order

@@ -13,6 +13,7 @@
 #include "catalog/parse.h"
 #include "executor/drift.h"
 #include "reconciler/desired_state.h"
+#include "reconciler/pass.h"
 #include "reconciler/status.h"
 
 namespace kstack::reconciler {
@@ -99,28 +100,16 @@ WorkResult result_for(const kube::Error& e, std::string what) {
 
 }  // namespace
 
-struct Reconciler::Pass {
-  ObjectPtr object;  // the cached Stack
-  catalog::Stack stack;
-  catalog::StackStatus old_status;
-  catalog::StackStatus status;
-  std::string now;
-  bool spec_changed = false;  // generation differs from what status last observed
-  // Degraded causes, first one wins the reason.
-  std::vector<std::pair<std::string, std::string>> degraded;
-  std::optional<WorkResult> failure;  // the first failed write
-  bool waiting = false;               // something converges outside this pass: poll again
-  std::string ns() const { return stack.metadata.namespace_name; }
-};
-
-Reconciler::Reconciler(Caches caches, executor::Executor& executor, ReconcilerOptions options)
+Reconciler::Reconciler(Caches caches, executor::Executor& executor, ReconcilerOptions options,
+                       SetupHooks setup)
     : caches_(caches),
       executor_(executor),
       options_(std::move(options)),
       catalog_(catalog::CatalogStores{caches.apptypes, caches.stacks, caches.configs,
                                       caches.storage_classes},
                catalog::CatalogOptions{options_.operator_namespace}),
-      observer_(caches.owned) {}
+      observer_(caches.owned),
+      setup_(setup) {}
 
 std::vector<std::string> Reconciler::stacks_for_owned(const json::value& object) {
   const auto ns = str_at(object, "/metadata/namespace");
@@ -307,26 +296,160 @@ WorkResult Reconciler::run(Pass& pass) {
     return it == m.end() ? ObjectPtr{} : it->second;
   };
 
+  // ---- membership ----
+  // Who is in the Stack this pass: the spec's members (keeping their node IDs; new ones get
+  // the next IDs, which only grow) and the members leaving it. Leaving members of a Stack
+  // whose remaining members want --delnodes wait in delete_pending, replicas held, until those
+  // notifications are delivered (or given up); then they are `deleting`: replicas lowered.
+  auto fqdn_of = [&](const std::string& pod) { return desired->fqdn(pod); };
+  std::map<std::string, const catalog::MemberStatus*> previous;
+  std::map<std::string, const catalog::RoleStatus*> previous_roles;
+  for (const auto& r : pass.old_status.roles) {
+    previous_roles[r.id] = &r;
+    for (const auto& m : r.members) previous[m.pod] = &m;
+  }
+  auto package_of = [&](std::string_view role_id) -> std::optional<catalog::SetupPackage> {
+    const auto* ar = catalog::find_role(found->app, role_id);
+    return ar != nullptr ? catalog::role_package(found->app, *ar) : std::nullopt;
+  };
+  auto handles = [&](std::string_view role_id, std::string_view event) {
+    const auto* ar = catalog::find_role(found->app, role_id);
+    return ar != nullptr && package_of(role_id) &&
+           catalog::role_handles_event(found->app, *ar, event);
+  };
+  // A --delnodes still owed to a ready remaining member keeps leaving members delete_pending.
+  bool delnodes_outstanding = false;
+  bool delnodes_wanted = false;  // some ready remaining member's role handles delnodes
+  for (const auto& role : desired->roles) {
+    for (const auto& dm : role.members) {
+      auto it = previous.find(dm.pod);
+      if (it == previous.end() || it->second->state != catalog::kMemberReady) continue;
+      if (handles(role.id, catalog::kEventDelNodes)) delnodes_wanted = true;
+      for (const auto& cmd : it->second->state_detail.pending_notify_cmds) {
+        if (!cmd.arguments.empty() && cmd.arguments.front() == "--delnodes") {
+          delnodes_outstanding = true;
+        }
+      }
+    }
+  }
+  std::vector<RolePlan> plans;
+  std::map<std::string, std::vector<std::string>> leaving;  // role -> FQDNs entering delete_pending
+  for (const auto& role : desired->roles) {
+    RolePlan plan;
+    plan.id = role.id;
+    plan.desired = &role;
+    plan.package = package_of(role.id);
+    plan.status.id = role.id;
+    plan.status.stateful_set = role.stateful_set_name;
+    plan.replicas = role.replicas;
+    for (const auto& dm : role.members) {
+      catalog::MemberStatus m;
+      auto it = previous.find(dm.pod);
+      const bool fresh = it == previous.end() ||
+                         it->second->state == catalog::kMemberDeletePending ||
+                         it->second->state == catalog::kMemberDeleting;
+      if (!fresh) {
+        m = *it->second;
+      } else {
+        // New, or scaled back up before it was gone: a new member that happens to reuse a name.
+        m.node_id = ++st.last_node_id;
+        m.state = std::string(catalog::kMemberCreatePending);
+      }
+      m.pod = dm.pod;
+      m.service = dm.service;
+      m.pvc = dm.pvc;
+      plan.status.members.push_back(std::move(m));
+    }
+    if (auto it = previous_roles.find(role.id); it != previous_roles.end()) {
+      for (const auto& old : it->second->members) {
+        const auto ord = ordinal_of(old.pod);
+        if (!ord || *ord < role.replicas) continue;
+        catalog::MemberStatus m = old;
+        if (m.state == catalog::kMemberDeletePending) {
+          if (delnodes_outstanding) {
+            plan.replicas = std::max(plan.replicas, *ord + 1);
+          } else {
+            m.state = std::string(catalog::kMemberDeleting);
+          }
+        } else if (m.state != catalog::kMemberDeleting) {
+          if (delnodes_wanted) {
+            m.state = std::string(catalog::kMemberDeletePending);
+            leaving[role.id].push_back(fqdn_of(m.pod));
+            plan.replicas = std::max(plan.replicas, *ord + 1);
+          } else {
+            m.state = std::string(catalog::kMemberDeleting);
+          }
+        }
+        plan.leaving.push_back(std::move(m));
+      }
+    }
+    plans.push_back(std::move(plan));
+  }
+  // Queue one --delnodes per shrinking role on every ready remaining member that wants it.
+  for (auto& plan : plans) {
+    if (!handles(plan.id, catalog::kEventDelNodes)) continue;
+    for (auto& m : plan.status.members) {
+      if (m.state != catalog::kMemberReady) continue;
+      for (const auto& [role_id, fqdns] : leaving) {
+        m.state_detail.pending_notify_cmds.push_back(
+            catalog::NotifyCmd{{"--delnodes", "--role", role_id, "--fqdns",
+                                fmt::format("{}", fmt::join(fqdns, ","))}});
+      }
+    }
+  }
+  for (const auto& [role_id, fqdns] : leaving) {
+    executor_.event(*pass.object, "Normal", "Scaling", "Scale",
+                    fmt::format("role {}: {} leaving; --delnodes queued for the remaining members",
+                                role_id, fmt::join(fqdns, ",")));
+  }
+  // configmeta describes the members in the spec; its generation moves when they change.
+  {
+    auto key = [](const std::vector<RolePlan>& ps) {
+      std::string k;
+      for (const auto& p : ps) {
+        for (const auto& m : p.status.members)
+          k += fmt::format("{}/{}/{};", p.id, m.pod, m.node_id);
+      }
+      return k;
+    };
+    std::string old_key;
+    for (const auto& r : pass.old_status.roles) {
+      for (const auto& m : r.members) {
+        if (m.state == catalog::kMemberDeletePending || m.state == catalog::kMemberDeleting)
+          continue;
+        old_key += fmt::format("{}/{}/{};", r.id, m.pod, m.node_id);
+      }
+    }
+    if (st.config_generation == 0 || old_key != key(plans)) ++st.config_generation;
+  }
+
   // ---- objects ----
   st.cluster_service = desired->headless_service_name;
   apply(pass, kube::resources::kServices, desired->headless_service,
         live(observed.services, desired->headless_service_name));
   std::set<std::string> wanted_services{desired->headless_service_name};
   std::set<std::string> wanted_sets;
-  for (const auto& role : desired->roles) {
+  for (const auto& plan : plans) {
+    const auto& role = *plan.desired;
     wanted_sets.insert(role.stateful_set_name);
+    for (const auto& m : plan.leaving) {
+      if (m.state == catalog::kMemberDeletePending && !m.service.empty()) {
+        wanted_services.insert(m.service);  // kept until the member is really going
+      }
+    }
     const auto sts = live(observed.stateful_sets, role.stateful_set_name);
     if (sts && is_deleting(*sts)) {
       pass.waiting = true;  // recreated once the old one is gone (same name, same PVCs)
       continue;
     }
-    if (sts && replicas_of(*sts) != role.replicas) {
-      const auto from = replicas_of(*sts);
+    json::value wanted = role.stateful_set;
+    wanted.as_object()["spec"].as_object()["replicas"] = plan.replicas;
+    if (sts && replicas_of(*sts) != plan.replicas) {
       executor_.event(*pass.object, "Normal", "Scaled", "Scale",
                       fmt::format("role {}: StatefulSet {} replicas {} -> {}", role.id,
-                                  role.stateful_set_name, from, role.replicas));
+                                  role.stateful_set_name, replicas_of(*sts), plan.replicas));
     }
-    apply(pass, kube::resources::kStatefulSets, role.stateful_set, sts);
+    apply(pass, kube::resources::kStatefulSets, wanted, sts);
   }
   for (const auto& svc : desired->member_services) {
     const auto name = str_at(svc, "/metadata/name");
@@ -344,120 +467,135 @@ WorkResult Reconciler::run(Pass& pass) {
     }
   }
 
-  // ---- members ----
-  std::map<std::string, const catalog::MemberStatus*> previous;
-  std::map<std::string, const catalog::RoleStatus*> previous_roles;
-  for (const auto& r : pass.old_status.roles) {
-    previous_roles[r.id] = &r;
-    for (const auto& m : r.members) previous[m.pod] = &m;
-  }
-  std::set<std::string> desired_pvcs;
-  std::vector<catalog::RoleStatus> roles;
-  catalog::MemberStateRollup acc;
-  std::int64_t ready = 0, wanted = 0;
+  // ---- claims ----
+  std::set<std::string> kept_pvcs;
   const bool retain_scaled =
       stack.spec.pvc_retention.when_scaled.value_or("") == catalog::kRetentionRetain;
-  auto reconcile_member = [&](catalog::MemberStatus& m, const ObjectPtr& pod_obj, bool removing) {
-    const auto pod = view_pod(pod_obj.get());
-    const auto* prev = previous.contains(m.pod) ? previous[m.pod] : nullptr;
-    m.state_detail.last_known_container_state = pod.container_state;
-    m.state_detail.scheduling_error_message = pod.unschedulable ? pod.scheduling_message : "";
-    if (removing) {
-      m.state = std::string(catalog::kMemberDeleting);
-      acc.membership_changing = true;
-      return;
+  for (const auto& plan : plans) {
+    for (const auto& m : plan.status.members) {
+      if (m.pvc.empty()) continue;
+      kept_pvcs.insert(m.pvc);
+      const auto pod_obj = live(observed.pods, m.pod);
+      const auto pvc = live(observed.pvcs, m.pvc);
+      const auto labels = common_labels(stack, found->app, plan.id);
+      if (pvc && is_deleting(*pvc)) {
+        pass.degraded.emplace_back(std::string(kReasonPvcMissing),
+                                   fmt::format("PVC {} of member {} is being deleted; the "
+                                               "StatefulSet recreates it with the pod",
+                                               m.pvc, m.pod));
+        pass.waiting = true;
+      } else if (pvc) {
+        const auto other = controller_uid(*pvc);
+        if (other.empty() || other == uid) {
+          apply(pass, kube::resources::kPersistentVolumeClaims, pvc_claim(*pvc, labels, &owner),
+                pvc);
+        } else {
+          pass.degraded.emplace_back(std::string(kReasonPvcMissing),
+                                     fmt::format("PVC {} of member {} is controlled by another "
+                                                 "owner ({})",
+                                                 m.pvc, m.pod, other));
+        }
+      } else if (pod_obj) {
+        // The pod exists, so its claim did: deleted, or kstack's labels were taken off it.
+        auto got =
+            executor_.client().get(kube::resources::kPersistentVolumeClaims, pass.ns(), m.pvc);
+        if (got && !is_deleting(*got) &&
+            (controller_uid(*got).empty() || controller_uid(*got) == uid)) {
+          apply(pass, kube::resources::kPersistentVolumeClaims, pvc_claim(*got, labels, &owner),
+                std::make_shared<const json::value>(*got));
+        } else {
+          pass.degraded.emplace_back(std::string(kReasonPvcMissing),
+                                     fmt::format("PVC {} of member {} is missing", m.pvc, m.pod));
+          pass.waiting = true;
+        }
+      }
     }
-    const auto next = member_state(pod);
-    const bool was_ready = prev != nullptr && prev->state == catalog::kMemberReady;
-    m.state = std::string(next);
-    if (next == catalog::kMemberReady) {
-      ++ready;
+    for (const auto& m : plan.leaving) {
+      if (m.state == catalog::kMemberDeletePending && !m.pvc.empty()) kept_pvcs.insert(m.pvc);
+    }
+  }
+  // Claims of members that are gone: Delete (default) or Retain (drop the ownerReference so the
+  // claim outlives the Stack), once no pod uses them.
+  for (const auto& [name, pvc] : observed.pvcs) {
+    if (kept_pvcs.contains(name) || is_deleting(*pvc)) continue;
+    const auto member = name.substr(std::min(name.size(), catalog::kDataVolumeName.size() + 1));
+    if (live(observed.pods, member)) {
+      pass.waiting = true;
+      continue;
+    }
+    if (!owned_by(*pvc, uid)) continue;
+    if (retain_scaled) {
+      json::object labels;
+      if (const auto* l = at(*pvc, "/metadata/labels"); l && l->is_object())
+        labels = l->as_object();
+      auto kept = executor_.force_apply(kube::resources::kPersistentVolumeClaims,
+                                        pvc_claim(*pvc, labels, nullptr));
+      if (kept) {
+        remember(caches_.owned.pvcs, std::move(*kept));
+        executor_.event(*pass.object, "Normal", "Retained", "Scale",
+                        fmt::format("PVC {} kept (whenScaled: Retain)", name));
+      } else if (!pass.failure) {
+        pass.failure = result_for(kept.error(), kept.error().message);
+      }
     } else {
+      remove(pass, kube::resources::kPersistentVolumeClaims, pvc, "its member was removed");
+    }
+  }
+
+  // ---- member states and setup ----
+  catalog::MemberStateRollup acc;
+  std::int64_t ready = 0;
+  std::int64_t wanted = 0;
+  SetupContext setup_ctx{pass, *found, cfg, *desired, plans};
+  for (auto& plan : plans) {
+    for (auto& m : plan.status.members) {
+      ++wanted;
+      const auto* prev = previous.contains(m.pod) ? previous.at(m.pod) : nullptr;
+      const bool was_ready = prev != nullptr && prev->state == catalog::kMemberReady;
+      const auto pod = view_pod(live(observed.pods, m.pod).get());
+      m.state_detail.last_known_container_state = pod.container_state;
+      m.state_detail.scheduling_error_message = pod.unschedulable ? pod.scheduling_message : "";
+      member_setup(setup_ctx, plan, m, pod);
+      if (m.state == catalog::kMemberReady) {
+        ++ready;
+        continue;
+      }
+      if (m.state == catalog::kMemberConfigError) {
+        acc.config_errors = true;
+        pass.degraded.emplace_back(
+            std::string(kReasonConfigError),
+            fmt::format("member {}: {}", m.pod, m.state_detail.config_error_detail));
+        continue;
+      }
+      pass.waiting = true;
       if (was_ready) acc.members_down = true;
-      if (next == catalog::kMemberCreatePending && !pod.exists) acc.membership_changing = true;
+      if (!pod.exists) acc.membership_changing = true;
       if (pod.unschedulable) acc.members_not_scheduled = true;
       if (pod.exists && pod.scheduled && pod.container_state == "waiting")
         acc.members_waiting = true;
       if (pod.exists && pod.scheduled) acc.members_initializing = true;
-      if (pod.restart_count > 0 && pod.exists) acc.members_restarting = true;
+      if (pod.exists && pod.restart_count > 0) acc.members_restarting = true;
     }
-  };
-  for (const auto& role : desired->roles) {
-    catalog::RoleStatus rs;
-    rs.id = role.id;
-    rs.stateful_set = role.stateful_set_name;
-    for (const auto& dm : role.members) {
-      catalog::MemberStatus m;
-      if (auto it = previous.find(dm.pod); it != previous.end()) {
-        m = *it->second;
-      } else {
-        m.node_id = ++st.last_node_id;
-        m.state = std::string(catalog::kMemberCreatePending);
-      }
-      m.pod = dm.pod;
-      m.service = dm.service;
-      m.pvc = dm.pvc;
-      ++wanted;
-      const auto pod_obj = live(observed.pods, dm.pod);
-      reconcile_member(m, pod_obj, false);
-      if (!dm.pvc.empty()) {
-        desired_pvcs.insert(dm.pvc);
-        const auto pvc = live(observed.pvcs, dm.pvc);
-        if (pvc && is_deleting(*pvc)) {
-          pass.degraded.emplace_back(std::string(kReasonPvcMissing),
-                                     fmt::format("PVC {} of member {} is being deleted; the "
-                                                 "StatefulSet recreates it with the pod",
-                                                 dm.pvc, dm.pod));
-          pass.waiting = true;
-        } else if (pvc) {
-          const auto other = controller_uid(*pvc);
-          if (other.empty() || other == uid) {
-            const auto labels = common_labels(stack, found->app, role.id);
-            apply(pass, kube::resources::kPersistentVolumeClaims, pvc_claim(*pvc, labels, &owner),
-                  pvc);
-          } else {
-            pass.degraded.emplace_back(
-                std::string(kReasonPvcMissing),
-                fmt::format("PVC {} of member {} is controlled by another owner ({})", dm.pvc,
-                            dm.pod, other));
-          }
-        } else if (pod_obj) {
-          // The pod exists, so its claim did: deleted, or kstack's labels were taken off it.
-          auto got =
-              executor_.client().get(kube::resources::kPersistentVolumeClaims, pass.ns(), dm.pvc);
-          if (got && !is_deleting(*got) &&
-              (controller_uid(*got).empty() || controller_uid(*got) == uid)) {
-            const auto labels = common_labels(stack, found->app, role.id);
-            apply(pass, kube::resources::kPersistentVolumeClaims, pvc_claim(*got, labels, &owner),
-                  std::make_shared<const json::value>(*got));
-          } else {
-            pass.degraded.emplace_back(
-                std::string(kReasonPvcMissing),
-                fmt::format("PVC {} of member {} is missing", dm.pvc, dm.pod));
-            pass.waiting = true;
-          }
-        }
-      }
-      rs.members.push_back(std::move(m));
+    for (auto& m : plan.leaving) {
+      const auto pod_obj = live(observed.pods, m.pod);
+      m.state_detail.last_known_container_state = view_pod(pod_obj.get()).container_state;
+      acc.membership_changing = true;
+      if (pod_obj || m.state == catalog::kMemberDeletePending) pass.waiting = true;
     }
-    // Members above the new size: their pods go (replicas were lowered above), then their
-    // claims follow the whenScaled policy. They stay in status as `deleting` until done.
-    if (auto it = previous_roles.find(role.id); it != previous_roles.end()) {
-      for (const auto& old : it->second->members) {
-        const auto ord = ordinal_of(old.pod);
-        if (!ord || *ord < role.replicas) continue;
-        const auto pod_obj = live(observed.pods, old.pod);
-        catalog::MemberStatus m = old;
-        reconcile_member(m, pod_obj, true);
-        if (pod_obj) {
-          pass.waiting = true;
-          rs.members.push_back(std::move(m));
-        }
-      }
-    }
-    roles.push_back(std::move(rs));
   }
+  announce(setup_ctx);
+  deliver_notifications(setup_ctx);
+
   // Roles no longer in the spec: their StatefulSet was deleted above; report until pods go.
+  std::vector<catalog::RoleStatus> roles;
+  for (auto& plan : plans) {
+    for (auto& m : plan.leaving) {
+      if (m.state == catalog::kMemberDeletePending || live(observed.pods, m.pod)) {
+        plan.status.members.push_back(std::move(m));
+      }
+    }
+    roles.push_back(std::move(plan.status));
+  }
   for (const auto& old : pass.old_status.roles) {
     if (wanted_sets.contains(old.stateful_set)) continue;
     catalog::RoleStatus rs = old;
@@ -466,41 +604,12 @@ WorkResult Reconciler::run(Pass& pass) {
       const auto pod_obj = live(observed.pods, om.pod);
       if (!pod_obj) continue;
       catalog::MemberStatus m = om;
-      reconcile_member(m, pod_obj, true);
+      m.state = std::string(catalog::kMemberDeleting);
+      acc.membership_changing = true;
       pass.waiting = true;
       rs.members.push_back(std::move(m));
     }
     if (!rs.members.empty()) roles.push_back(std::move(rs));
-  }
-  // Claims of members that are gone: Delete (default) or Retain (drop the ownerReference so the
-  // claim outlives the Stack), once no pod uses them.
-  for (const auto& [name, pvc] : observed.pvcs) {
-    if (desired_pvcs.contains(name) || is_deleting(*pvc)) continue;
-    // data-<stack>-<role>-<n> -> <stack>-<role>-<n>
-    const auto member = name.substr(std::min(name.size(), catalog::kDataVolumeName.size() + 1));
-    if (live(observed.pods, member)) {
-      pass.waiting = true;
-      continue;
-    }
-    if (retain_scaled) {
-      if (owned_by(*pvc, uid)) {
-        json::object labels;
-        if (const auto* l = at(*pvc, "/metadata/labels"); l && l->is_object()) {
-          labels = l->as_object();
-        }
-        auto kept = executor_.force_apply(kube::resources::kPersistentVolumeClaims,
-                                          pvc_claim(*pvc, labels, nullptr));
-        if (kept) {
-          remember(caches_.owned.pvcs, std::move(*kept));
-          executor_.event(*pass.object, "Normal", "Retained", "Scale",
-                          fmt::format("PVC {} kept (whenScaled: Retain)", name));
-        } else if (!pass.failure) {
-          pass.failure = result_for(kept.error(), kept.error().message);
-        }
-      }
-    } else if (owned_by(*pvc, uid)) {
-      remove(pass, kube::resources::kPersistentVolumeClaims, pvc, "its member was removed");
-    }
   }
 
   // ---- status ----
@@ -508,14 +617,16 @@ WorkResult Reconciler::run(Pass& pass) {
   st.desired_members = wanted;
   st.ready_members = ready;
   st.member_summary = fmt::format("{}/{}", ready, wanted);
-  for (const auto& role : desired->roles) {
-    const auto sts = live(observed.stateful_sets, role.stateful_set_name);
-    if (!sts || replicas_of(*sts) != role.replicas) acc.membership_changing = true;
+  for (const auto& plan : plans) {
+    const auto sts = live(observed.stateful_sets, plan.desired->stateful_set_name);
+    if (!sts || replicas_of(*sts) != plan.desired->replicas) acc.membership_changing = true;
   }
   for (const auto& r : st.roles) {
     for (const auto& m : r.members) {
-      if (m.state == catalog::kMemberDeleting || m.state == catalog::kMemberDeletePending) {
-        acc.membership_changing = true;
+      if (!m.state_detail.last_notify_error.empty()) {
+        pass.degraded.emplace_back(
+            std::string(kReasonNotifyFailed),
+            fmt::format("member {}: {}", m.pod, m.state_detail.last_notify_error));
       }
     }
   }

@@ -16,6 +16,9 @@
 #include "informer/store.h"
 #include "informer/work_queue.h"
 #include "observer/observer.h"
+#include "reconciler/desired_state.h"
+#include "reconciler/notifier.h"
+#include "reconciler/status.h"
 
 namespace kstack::reconciler {
 
@@ -33,10 +36,18 @@ struct ReconcilerOptions {
   std::chrono::milliseconds poll_interval{2000};
 };
 
+// What runs setup packages (issue 6); without it, members of roles with a package end in
+// config_error saying so.
+struct SetupHooks {
+  executor::SetupRunner* runner = nullptr;
+  Notifier* notifier = nullptr;
+};
+
 class Reconciler {
  public:
   // Registers its indexes on the stores: construct before the informers start.
-  Reconciler(Caches caches, executor::Executor& executor, ReconcilerOptions options = {});
+  Reconciler(Caches caches, executor::Executor& executor, ReconcilerOptions options = {},
+             SetupHooks setup = {});
 
   // `key` is "<namespace>/<name>" of a Stack.
   informer::WorkResult reconcile(const std::string& key);
@@ -52,6 +63,28 @@ class Reconciler {
 
  private:
   struct Pass;
+  // One role's members this pass: those in the spec, and those leaving it.
+  struct RolePlan {
+    std::string id;
+    const DesiredRole* desired = nullptr;
+    std::optional<catalog::SetupPackage> package;
+    catalog::RoleStatus status;                  // members in the spec
+    std::vector<catalog::MemberStatus> leaving;  // delete_pending / deleting
+    std::int64_t replicas = 0;                   // what the StatefulSet gets this pass
+  };
+  struct SetupContext {
+    Pass& pass;
+    const catalog::FoundApp& app;
+    const catalog::KStackConfig* config;
+    const DesiredState& desired;
+    std::vector<RolePlan>& plans;
+  };
+  void member_setup(SetupContext& ctx, const RolePlan& plan, catalog::MemberStatus& member,
+                    const PodView& pod);
+  void announce(SetupContext& ctx);
+  void deliver_notifications(SetupContext& ctx);
+  kube::Result<std::string> package_payload(const SetupContext& ctx,
+                                            const catalog::SetupPackage& package);
   informer::WorkResult run(Pass& pass);
   informer::WorkResult finalize(Pass& pass);
   informer::WorkResult write_status(Pass& pass, informer::WorkResult result);
@@ -66,6 +99,7 @@ class Reconciler {
   ReconcilerOptions options_;
   catalog::Catalog catalog_;
   observer::Observer observer_;
+  SetupHooks setup_;
 };
 
 }  // namespace kstack::reconciler

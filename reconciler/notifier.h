@@ -1,0 +1,82 @@
+// Delivers --addnodes/--delnodes notifications off the reconcile workers: a pass asks for a
+// command to be sent to a member and returns; a small pool runs the startscript over exec and
+// keeps the outcome until a later pass of the same Stack picks it up (and wakes that pass
+// through `on_done`). Retries are scheduled by the pass with exponential backoff, bounded by
+// NotifierOptions::max_attempts, so one dead member cannot hold a Stack forever.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "executor/setup.h"
+
+namespace kstack::reconciler {
+
+struct NotifierOptions {
+  int threads = 2;
+  int max_attempts = 5;
+  std::chrono::milliseconds first_retry{1000};
+  std::chrono::milliseconds max_retry{30'000};
+};
+
+class Notifier {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Outcome {
+    enum class State { kInFlight, kSucceeded, kFailed } state = State::kInFlight;
+    int attempts = 0;            // finished attempts
+    std::string error;           // of the last failed attempt
+    Clock::time_point retry_at;  // kFailed: not before
+  };
+
+  Notifier(executor::SetupRunner& runner, std::function<void(const std::string&)> on_done,
+           NotifierOptions options = {});
+  ~Notifier();
+  Notifier(const Notifier&) = delete;
+  Notifier& operator=(const Notifier&) = delete;
+
+  const NotifierOptions& options() const { return options_; }
+
+  // The outcome so far of sending `arguments` to `member` (nullopt: never asked).
+  std::optional<Outcome> outcome(const executor::MemberTarget& member,
+                                 const std::vector<std::string>& arguments) const;
+  // Starts (or restarts, after a failure) delivery; no-op while one is in flight.
+  void send(const std::string& stack_key, const executor::MemberTarget& member,
+            const std::vector<std::string>& arguments);
+  // Drops what is known about this command (after the pass consumed the outcome).
+  void forget(const executor::MemberTarget& member, const std::vector<std::string>& arguments);
+
+  void stop();
+
+ private:
+  struct Job {
+    std::string stack_key;
+    executor::MemberTarget member;
+    std::vector<std::string> arguments;
+    std::string id;
+  };
+  static std::string id_of(const executor::MemberTarget& member,
+                           const std::vector<std::string>& arguments);
+  void loop();
+
+  executor::SetupRunner& runner_;
+  std::function<void(const std::string&)> on_done_;
+  NotifierOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  std::map<std::string, Outcome> outcomes_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace kstack::reconciler

@@ -1,0 +1,30 @@
+// The state of one reconcile pass, shared by reconciler.cpp and setup_stage.cpp (internal).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "catalog/model.h"
+#include "informer/store.h"
+#include "informer/work_queue.h"
+#include "reconciler/reconciler.h"
+
+namespace kstack::reconciler {
+
+struct Reconciler::Pass {
+  informer::ObjectPtr object;  // the cached Stack
+  catalog::Stack stack;
+  catalog::StackStatus old_status;
+  catalog::StackStatus status;
+  std::string now;
+  bool spec_changed = false;  // generation differs from what status last observed
+  // Degraded causes, first one wins the reason.
+  std::vector<std::pair<std::string, std::string>> degraded;
+  std::optional<informer::WorkResult> failure;  // the first failed write
+  bool waiting = false;                         // something converges outside this pass: poll again
+  std::string ns() const { return stack.metadata.namespace_name; }
+};
+
+}  // namespace kstack::reconciler
