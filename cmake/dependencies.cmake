@@ -6,6 +6,8 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(tl-expected CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
+# prometheus-cpp: only `core` (registry + text format) is used; /metrics is served by kstack.
+find_package(prometheus-cpp CONFIG REQUIRED)
 find_package(Threads REQUIRED)
 if(KSTACK_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)

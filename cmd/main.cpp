@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "cmd/cluster_info.h"
+#include "cmd/import.h"
 #include "cmd/operator.h"
+#include "cmd/operator_flags.h"
 #include "cmd/render.h"
 #include "cmd/validate.h"
 #include "kstack_version.h"
@@ -48,26 +50,26 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("-n,--namespace", validate_opts.default_namespace,
                            "Namespace for objects that name none");
 
+  kstack::cmd::ImportOptions import_opts;
+  std::string import_namespace;
+  auto* import_cmd = app.add_subcommand(
+      "import",
+      "Convert KubeDirector apps, clusters and config to AppTypes, Stacks and KStackConfig");
+  import_cmd
+      ->add_option("-f,--filename", import_opts.paths,
+                   "Files or directories (recursive: *.yaml, *.yml, *.json); - for stdin")
+      ->required();
+  import_cmd->add_option("-o,--output", import_opts.output, "Output format: yaml or json")
+      ->check(CLI::IsMember({"yaml", "json"}));
+  auto* import_ns = import_cmd->add_option("-n,--namespace", import_namespace,
+                                           "Namespace for every AppType and Stack");
+  import_cmd->add_option("--operator-namespace", import_opts.operator_namespace,
+                         "The operator's namespace (where the KStackConfig goes)");
+  import_cmd->add_flag("--strict", import_opts.strict,
+                       "Fail (and print nothing) if any field is dropped or changed");
+
   kstack::cmd::OperatorOptions op;
-  auto* operator_cmd = app.add_subcommand("operator", "Run the Stack controller until SIGTERM");
-  operator_cmd->add_option("--kubeconfig", op.kubeconfig, "Path to a kubeconfig file");
-  operator_cmd->add_option("--context", op.context, "The kubeconfig context to use");
-  operator_cmd->add_option("--namespace", op.operator_namespace,
-                           "The operator's namespace (KStackConfig, system catalog)");
-  operator_cmd->add_option("--watch-namespace", op.watch_namespace,
-                           "Reconcile Stacks of this namespace only (default: all)");
-  operator_cmd->add_option("--workers", op.workers, "Concurrent reconciles")
-      ->check(CLI::Range(1, 64));
-  operator_cmd
-      ->add_option("--resync-period", op.resync_period_seconds,
-                   "Seconds between periodic resyncs of every Stack")
-      ->check(CLI::Range(1, 86400));
-  operator_cmd
-      ->add_option("--poll-interval-ms", op.poll_interval_ms,
-                   "Re-check delay while members converge")
-      ->check(CLI::Range(10, 600000));
-  operator_cmd->add_option("--log-level", op.log_level, "trace, debug, info, warn, error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  auto* operator_cmd = kstack::cmd::add_operator_command(app, op);
 
   try {
     app.parse(argc, argv);
@@ -84,6 +86,10 @@ int main(int argc, char** argv) {
     if (operator_cmd->parsed()) return kstack::cmd::run_operator(op);
     if (render_cmd->parsed()) return kstack::cmd::render(render);
     if (validate_cmd->parsed()) return kstack::cmd::validate(validate_opts);
+    if (import_cmd->parsed()) {
+      if (import_ns->count() > 0) import_opts.namespace_name = import_namespace;
+      return kstack::cmd::import_manifests(import_opts);
+    }
   } catch (const std::exception& e) {
     fmt::print(stderr, "kstack: {}\n", e.what());
     return 1;

@@ -47,7 +47,8 @@ int render(const RenderOptions& options) {
                    doc.line, doc.error);
         return 2;
       }
-      const auto* kind = doc.value.is_object() ? doc.value.as_object().if_contains("kind") : nullptr;
+      const auto* kind =
+          doc.value.is_object() ? doc.value.as_object().if_contains("kind") : nullptr;
       const std::string k = kind && kind->is_string() ? std::string(kind->get_string()) : "";
       auto fail = [&](const kube::Error& e) {
         fmt::print(stderr, "kstack render: {}: document {}: {}\n", file, doc.index, e.to_string());
@@ -66,8 +67,8 @@ int render(const RenderOptions& options) {
         if (!c) return fail(c.error());
         config = std::move(*c);
       } else {
-        fmt::print(stderr, "kstack render: {}: document {}: kind \"{}\" ignored\n", file,
-                   doc.index, k);
+        fmt::print(stderr, "kstack render: {}: document {}: kind \"{}\" ignored\n", file, doc.index,
+                   k);
       }
     }
   }
@@ -76,7 +77,8 @@ int render(const RenderOptions& options) {
     return 2;
   }
   if (stack->spec.app != app->metadata.name) {
-    fmt::print(stderr, "kstack render: spec.app: Stack {} wants app \"{}\", the AppType is \"{}\"\n",
+    fmt::print(stderr,
+               "kstack render: spec.app: Stack {} wants app \"{}\", the AppType is \"{}\"\n",
                stack->metadata.name, stack->spec.app, app->metadata.name);
     return 1;
   }

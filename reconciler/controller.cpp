@@ -1,5 +1,8 @@
 #include "reconciler/controller.h"
 
+#include <mutex>
+#include <string_view>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -37,6 +40,8 @@ struct Controller::Impl {
   std::atomic<std::uint64_t> errors{0};
   std::atomic<std::uint64_t> resyncs{0};
   std::atomic<bool> synced{false};
+  std::mutex workers_mu;  // start_workers() / stop_workers() may come from another thread
+  bool workers_stopped = false;
   std::once_flag stopped;
 
   std::vector<informer::Informer*> all() const {
@@ -80,6 +85,7 @@ kube::Result<void> Controller::start() {
 
   informer::WorkQueueOptions qo;
   qo.name = "stack";
+  qo.metrics = opts.queue_metrics;
   s.queue = std::make_unique<informer::WorkQueue>(qo);
   s.executor = std::make_unique<executor::Executor>(client_, opts.executor);
   Caches caches;
@@ -173,10 +179,38 @@ kube::Result<void> Controller::start() {
     }
   }
   s.synced = true;
-  spdlog::info("controller: caches synced ({} stacks); starting {} workers",
-               s.stacks->store().size(), opts.workers);
+  spdlog::info("controller: caches synced ({} stacks)", s.stacks->store().size());
+  if (opts.start_workers) start_workers();
+  return {};
+}
+
+namespace {
+
+std::string_view result_label(informer::WorkResult::Kind kind) {
+  switch (kind) {
+    case informer::WorkResult::Kind::kSuccess:
+      return "success";
+    case informer::WorkResult::Kind::kRequeue:
+      return "requeue";
+    case informer::WorkResult::Kind::kRequeueAfter:
+      return "requeue_after";
+    case informer::WorkResult::Kind::kError:
+    case informer::WorkResult::Kind::kTerminalError:
+      break;
+  }
+  return "error";
+}
+
+}  // namespace
+
+void Controller::start_workers() {
+  auto& s = *impl_;
+  std::lock_guard lock(s.workers_mu);
+  if (s.workers || s.workers_stopped || !s.synced) return;
+  spdlog::info("controller: starting {} workers", s.options.workers);
   s.workers = std::make_unique<informer::Workers>(
-      *s.queue, std::max(1, opts.workers), [&s](const std::string& key) {
+      *s.queue, std::max(1, s.options.workers), [&s](const std::string& key) {
+        const auto started = std::chrono::steady_clock::now();
         auto result = s.reconciler->reconcile(key);
         s.reconciles.fetch_add(1);
         if (result.kind == informer::WorkResult::Kind::kError ||
@@ -184,18 +218,29 @@ kube::Result<void> Controller::start() {
           s.errors.fetch_add(1);
           spdlog::warn("reconcile {}: {}", key, result.error);
         }
+        if (s.options.on_reconcile) {
+          s.options.on_reconcile(result_label(result.kind),
+                                 std::chrono::steady_clock::now() - started);
+        }
         return result;
       });
-  return {};
+}
+
+void Controller::stop_workers() {
+  auto& s = *impl_;
+  std::lock_guard lock(s.workers_mu);
+  if (s.workers_stopped) return;
+  s.workers_stopped = true;
+  if (s.queue) s.queue->shut_down_with_drain();
+  if (s.workers) s.workers->stop();
+  if (s.notifier) s.notifier->stop();
 }
 
 void Controller::stop() {
   if (!impl_) return;
   std::call_once(impl_->stopped, [this] {
+    stop_workers();
     auto& s = *impl_;
-    if (s.queue) s.queue->shut_down_with_drain();
-    if (s.workers) s.workers->stop();
-    if (s.notifier) s.notifier->stop();
     for (auto* inf : s.all()) {
       if (inf != nullptr) inf->stop();
     }

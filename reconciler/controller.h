@@ -9,15 +9,26 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "executor/executor.h"
 #include "executor/setup.h"
 #include "kube/client.h"
 #include "reconciler/notifier.h"
 
+namespace kstack::informer {
+class WorkQueueMetrics;
+}
+
 namespace kstack::reconciler {
+
+// The outcome of one reconcile pass, as controller-runtime's `result` label of
+// controller_runtime_reconcile_total: "success", "error", "requeue", "requeue_after".
+using ReconcileObserver =
+    std::function<void(std::string_view result, std::chrono::nanoseconds duration)>;
 
 struct ControllerOptions {
   std::string operator_namespace = "kstack-system";  // where KStackConfig and `system` apps live
@@ -31,6 +42,11 @@ struct ControllerOptions {
   executor::ExecutorOptions executor;
   executor::SetupOptions setup;
   NotifierOptions notifier;
+  // false: start() syncs the caches and queues keys but reconciles nothing until
+  // start_workers() (the operator calls it once it holds the leader Lease).
+  bool start_workers = true;
+  std::shared_ptr<informer::WorkQueueMetrics> queue_metrics;  // null: none
+  ReconcileObserver on_reconcile;  // called by the worker after every pass; null: none
 };
 
 struct ControllerStats {
@@ -48,7 +64,12 @@ class Controller {
 
   // Starts the informers, waits (bounded by sync_timeout) for their caches, then the workers.
   kube::Result<void> start();
-  // Stops taking work, lets in-flight reconciles finish, stops the informers. Idempotent.
+  // Starts the workers, once start() has succeeded; no-op if they run or were stopped.
+  void start_workers();
+  // Stops taking work and waits for the in-flight reconciles and notifications; the caches
+  // keep running. Final: the workers cannot be started again. Idempotent.
+  void stop_workers();
+  // stop_workers(), then stops the informers. Idempotent.
   void stop();
 
   bool synced() const;

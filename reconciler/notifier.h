@@ -21,7 +21,7 @@
 namespace kstack::reconciler {
 
 struct NotifierOptions {
-  int threads = 2;
+  int threads = 4;  // shared by all Stacks; a hung script holds one until notify_timeout
   int max_attempts = 5;
   std::chrono::milliseconds first_retry{1000};
   std::chrono::milliseconds max_retry{30'000};

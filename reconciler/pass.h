@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "catalog/model.h"
+#include "executor/setup.h"
 #include "informer/store.h"
 #include "informer/work_queue.h"
 #include "reconciler/reconciler.h"
@@ -23,7 +24,11 @@ struct Reconciler::Pass {
   // Degraded causes, first one wins the reason.
   std::vector<std::pair<std::string, std::string>> degraded;
   std::optional<informer::WorkResult> failure;  // the first failed write
-  bool waiting = false;                         // something converges outside this pass: poll again
+  bool waiting = false;
+  bool scaling = false;  // some role's replicas move this pass (spec change or hold released)
+  // Notifications whose outcome was consumed this pass; forgotten once status is written.
+  std::vector<std::pair<executor::MemberTarget, std::vector<std::string>>>
+      delivered;  // something converges outside this pass: poll again
   std::string ns() const { return stack.metadata.namespace_name; }
 };
 

@@ -172,13 +172,21 @@ bool Reconciler::apply(Pass& pass, const kube::ResourceType& type, const json::v
   // A claim the StatefulSet controller made gets kstack's ownerReference: adoption, not drift.
   const bool adopted =
       type == res::kPersistentVolumeClaims && live && controller_uid(*live).empty();
+  // A StatefulSet whose replicas kstack moves (scale, the end of a delete_pending hold) is a
+  // scale, not a repair of drift.
+  const bool scaled = type == res::kStatefulSets && live &&
+                      executor::first_difference(*live, desired) == "/spec/replicas" &&
+                      pass.scaling;
   const std::string reason = created             ? "Created"
                              : adopted           ? "Adopted"
+                             : scaled            ? "Scaled"
                              : pass.spec_changed ? "Updated"
                                                  : "Repaired";
   std::string note =
       created   ? fmt::format("{} {} created", type.kind, name)
       : adopted ? fmt::format("{} {} adopted (owned by the Stack from now on)", type.kind, name)
+      : scaled  ? fmt::format("{} {} replicas {} -> {}", type.kind, name, replicas_of(*live),
+                              replicas_of(desired))
       : pass.spec_changed ? fmt::format("{} {} updated to the Stack's spec", type.kind, name)
                           : fmt::format("{} {} restored to its desired state ({})", type.kind, name,
                                         live ? executor::first_difference(*live, desired) : "");
@@ -372,7 +380,9 @@ WorkResult Reconciler::run(Pass& pass) {
             m.state = std::string(catalog::kMemberDeleting);
           }
         } else if (m.state != catalog::kMemberDeleting) {
-          if (delnodes_wanted) {
+          // A member never announced to the others (it left before its setup settled) needs no
+          // --delnodes: nobody was told it existed.
+          if (delnodes_wanted && m.state_detail.last_setup_generation) {
             m.state = std::string(catalog::kMemberDeletePending);
             leaving[role.id].push_back(fqdn_of(m.pod));
             plan.replicas = std::max(plan.replicas, *ord + 1);
@@ -444,11 +454,15 @@ WorkResult Reconciler::run(Pass& pass) {
     }
     json::value wanted = role.stateful_set;
     wanted.as_object()["spec"].as_object()["replicas"] = plan.replicas;
-    if (sts && replicas_of(*sts) != plan.replicas) {
-      executor_.event(*pass.object, "Normal", "Scaled", "Scale",
-                      fmt::format("role {}: StatefulSet {} replicas {} -> {}", role.id,
-                                  role.stateful_set_name, replicas_of(*sts), plan.replicas));
+    // kstack itself moves replicas when the member count it reported last differs (a spec
+    // change, or the end of a delete_pending hold); otherwise a difference is drift.
+    std::int64_t reported = 0;
+    if (auto it = previous_roles.find(role.id); it != previous_roles.end()) {
+      for (const auto& m : it->second->members) {
+        if (m.state != catalog::kMemberDeleting) ++reported;
+      }
     }
+    pass.scaling = sts && replicas_of(*sts) != plan.replicas && reported != plan.replicas;
     apply(pass, kube::resources::kStatefulSets, wanted, sts);
   }
   for (const auto& svc : desired->member_services) {
@@ -707,6 +721,11 @@ WorkResult Reconciler::write_status(Pass& pass, WorkResult result) {
     return result_for(stored.error(), what);
   }
   remember(caches_.stacks, std::move(*stored));
+  // Only now that status no longer lists them may the notifier drop delivered commands: had
+  // the write failed, the next pass would still see them pending and must not send them again.
+  if (setup_.notifier != nullptr) {
+    for (const auto& [target, args] : pass.delivered) setup_.notifier->forget(target, args);
+  }
   return result;
 }
 

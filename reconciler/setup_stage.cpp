@@ -196,7 +196,7 @@ void Reconciler::member_setup(SetupContext& ctx, const RolePlan& plan, MemberSta
     m.state = std::string(catalog::kMemberReady);
     d.last_configured_container = cid;
     executor_.event(*pass.object, "Normal", "Configured", "Setup",
-                    fmt::format("member {} {}", m.pod, how));
+                    fmt::format("member {} (container {}) {}", m.pod, cid, how));
   };
 
   auto status = runner->configure_status(target);
@@ -306,7 +306,7 @@ void Reconciler::deliver_notifications(SetupContext& ctx) {
       if (outcome->state == S::kSucceeded) {
         executor_.event(*pass.object, "Normal", "Notified", "Notify",
                         fmt::format("member {}: {}", m.pod, cmd_text(args)));
-        notifier->forget(target, args);
+        pass.delivered.emplace_back(target, args);
         d.pending_notify_cmds.erase(d.pending_notify_cmds.begin());
         d.last_notify_error.clear();
         if (!d.pending_notify_cmds.empty()) pass.waiting = true;
@@ -318,7 +318,7 @@ void Reconciler::deliver_notifications(SetupContext& ctx) {
                                           outcome->attempts, outcome->error);
         executor_.event(*pass.object, "Warning", "NotifyFailed", "Notify",
                         fmt::format("member {}: {}", m.pod, d.last_notify_error));
-        notifier->forget(target, args);
+        pass.delivered.emplace_back(target, args);
         d.pending_notify_cmds.erase(d.pending_notify_cmds.begin());
         if (!d.pending_notify_cmds.empty()) pass.waiting = true;
         continue;

@@ -18,14 +18,7 @@ namespace kstack::validator {
 
 namespace json = boost::json;
 
-AdmissionResponse AdmissionResponse::deny(int code, std::string reason, std::string message) {
-  AdmissionResponse r;
-  r.allowed = false;
-  r.code = code;
-  r.reason = std::move(reason);
-  r.message = std::move(message);
-  return r;
-}
+// AdmissionResponse::deny is in admission_types.cpp (kstack_admission_types).
 
 namespace {
 

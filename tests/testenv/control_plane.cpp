@@ -222,6 +222,7 @@ tl::expected<void, std::string> ControlPlane::try_start() {
   auto ok = write_credentials().and_then([&] { return start_etcd(); }).and_then([&] {
     return start_apiserver();
   });
+  if (ok && options_.before_controller_manager) ok = options_.before_controller_manager(*this);
   if (ok && options_.controller_manager) {
     ok = start_controller_manager().and_then([&] { return wait_default_service_account(); });
   }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,11 @@ class ControlPlane {
     std::filesystem::path work_dir;  // default: fresh mkdtemp under $TMPDIR (or /tmp);
                                      // if given, must not exist yet or be empty
     std::chrono::seconds ready_timeout{60};
+    // Runs once the apiserver is ready, before the controller-manager starts (if it does), e.g.
+    // to install CRDs: the controller-manager's garbage collector learns about resource types
+    // created after its start only at its next discovery resync (~30 s), so until then
+    // ownerReferences to custom resources are not collected. An error fails start().
+    std::function<tl::expected<void, std::string>(ControlPlane&)> before_controller_manager;
   };
 
   // Starts etcd, the apiserver (and the controller-manager) and waits until /readyz answers

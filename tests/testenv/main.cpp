@@ -2,6 +2,7 @@
 // check that a machine can run the integration tests (`kstack-testenv up --check`).
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ struct UpArgs {
   std::string dir;
   std::string bin_dir;
   std::vector<std::string> users;  // NAME[:GROUP,GROUP...]
+  std::vector<std::string> apply;  // manifests applied before the controller-manager starts
   int timeout_seconds = 60;
 };
 
@@ -80,6 +82,20 @@ int run_up(const UpArgs& args) {
   options.bin_dir = args.bin_dir;
   options.ready_timeout = std::chrono::seconds(args.timeout_seconds);
   for (const auto& spec : args.users) options.users.push_back(parse_user(spec));
+  // CRDs must exist before the controller-manager starts: its garbage collector only learns
+  // resource types created later at its next discovery resync (~30 s).
+  options.before_controller_manager =
+      [&args](ControlPlane& cp) -> tl::expected<void, std::string> {
+    for (const auto& path : args.apply) {
+      const bool kustomize = std::filesystem::is_directory(path) &&
+                             std::filesystem::exists(std::filesystem::path(path) /
+                                                     "kustomization.yaml");
+      auto r = cp.kubectl({"apply", kustomize ? "-k" : "-f", path});
+      if (!r.ok()) return tl::unexpected("kubectl apply " + path + ": " + r.err);
+      print_command(("kubectl apply " + path).c_str(), r);
+    }
+    return {};
+  };
 
   auto begin = std::chrono::steady_clock::now();
   auto started = ControlPlane::start(options);
@@ -133,6 +149,9 @@ int main(int argc, char** argv) {
   up->add_option("--bin-dir", args.bin_dir,
                  "binaries (default: ${KSTACK_TESTENV_DIR:-~/.cache/kstack-testenv}/bin)");
   up->add_option("--user", args.users, "extra test user NAME[:GROUP,GROUP...] (repeatable)");
+  up->add_option("--apply", args.apply,
+                 "manifest file or directory (kustomization: -k) applied before the "
+                 "controller-manager starts, e.g. CRDs (repeatable)");
   up->add_option("--timeout", args.timeout_seconds, "seconds to wait for readiness")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

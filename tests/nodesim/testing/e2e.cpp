@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <boost/json/serialize.hpp>
 #include <fmt/format.h>
@@ -20,6 +22,11 @@ namespace {
 std::unique_ptr<ControlPlane>& instance() {
   static std::unique_ptr<ControlPlane> cp;
   return cp;
+}
+
+std::vector<std::unique_ptr<NodeSimulator>>& simulators() {
+  static std::vector<std::unique_ptr<NodeSimulator>> sims;
+  return sims;
 }
 
 std::string& start_error() {
@@ -40,12 +47,65 @@ std::string summary(const Objects& objects) {
 
 }  // namespace
 
+EnvironmentOptions& environment_options() {
+  static EnvironmentOptions options;
+  return options;
+}
+
+tl::expected<void, std::string> install_crds(const ControlPlane& cp,
+                                             const std::filesystem::path& dir) {
+  auto applied = cp.kubectl({"apply", "-k", dir.string(), "-o", "name"});
+  if (!applied.ok()) {
+    return tl::unexpected(fmt::format("kubectl apply -k {}: {}", dir.string(), applied.err));
+  }
+  // "customresourcedefinition.apiextensions.k8s.io/stacks.kstack.io" -> "stacks.kstack.io"
+  std::vector<std::string> names;
+  std::istringstream lines(applied.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (auto slash = line.find('/'); slash != std::string::npos) {
+      names.push_back(line.substr(slash + 1));
+    }
+  }
+  if (names.empty()) return tl::unexpected("no CRDs in " + dir.string());
+  std::vector<std::string> wait = {"wait", "--for=condition=Established", "--timeout=60s"};
+  for (const auto& name : names) wait.push_back("crd/" + name);
+  if (auto established = cp.kubectl(wait); !established.ok()) {
+    return tl::unexpected(
+        fmt::format("CRDs of {} not Established: {}", dir.string(), established.err));
+  }
+  // Established comes a moment before discovery lists the kind; the garbage collector reads
+  // discovery.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string missing;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto listed = cp.kubectl({"api-resources", "-o", "name"});
+    missing.clear();
+    for (const auto& name : names) {
+      if (("\n" + listed.out).find("\n" + name + "\n") == std::string::npos) missing += " " + name;
+    }
+    if (listed.ok() && missing.empty()) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return tl::unexpected("discovery does not list" + missing);
+}
+
 void Environment::SetUp() {
   // As testenv::Environment::default_options() (without linking its main()), plus the flags.
+  const auto& extra = environment_options();
   ControlPlane::Options options;
   options.controller_manager = true;
   options.users = {TestUser{kAlice, {}, {}}, TestUser{kBob, {kTestersGroup}, {}}};
+  options.users.insert(options.users.end(), extra.users.begin(), extra.users.end());
   options.controller_manager_extra_args = controller_manager_args();
+  if (!extra.crd_dirs.empty()) {
+    options.before_controller_manager =
+        [dirs = extra.crd_dirs](ControlPlane& cp) -> tl::expected<void, std::string> {
+      for (const auto& dir : dirs) {
+        if (auto ok = install_crds(cp, dir); !ok) return ok;
+      }
+      return {};
+    };
+  }
   auto started = ControlPlane::start(options);
   if (!started) {
     start_error() = started.error();
@@ -55,9 +115,30 @@ void Environment::SetUp() {
   instance() = std::move(*started);
   std::cerr << "kstack e2e: control plane at " << instance()->server() << " (work dir "
             << instance()->work_dir().string() << ")\n";
+  for (int i = 0; i < extra.node_simulators; ++i) {
+    NodeSimulatorOptions node = extra.node;
+    node.node_name = fmt::format("{}-{}", node.node_name.empty() ? "e2e" : node.node_name, i);
+    auto sim = NodeSimulator::start(*instance(), node);
+    if (!sim) {
+      ADD_FAILURE() << "node simulator " << node.node_name << " did not start:\n" << sim.error();
+      return;
+    }
+    simulators().push_back(std::move(*sim));
+  }
 }
 
-void Environment::TearDown() { instance().reset(); }
+void Environment::TearDown() {
+  simulators().clear();
+  instance().reset();
+}
+
+NodeSimulator& node_simulator(std::size_t index) {
+  if (index >= simulators().size()) {
+    throw std::logic_error(
+        fmt::format("no node simulator {} (EnvironmentOptions::node_simulators)", index));
+  }
+  return *simulators()[index];
+}
 
 ControlPlane& control_plane() {
   if (!instance()) {

@@ -2,7 +2,9 @@
 // The binary's control plane runs the controller-manager with a short node-monitor grace
 // period, so that a node whose heartbeats stop is NotReady within seconds (a kubelet-like
 // default of 40 s would make node-loss tests slow). Plus helpers: admin client, namespaces,
-// waiting on watches (never sleeping), kubectl exec over WebSocket.
+// waiting on watches (never sleeping), kubectl exec over WebSocket. A binary may add users,
+// CRDs (installed before the controller-manager starts) and shared simulated nodes to its
+// environment with ConfigureEnvironment.
 #pragma once
 
 #include <chrono>
@@ -32,6 +34,35 @@ inline const std::vector<std::string>& controller_manager_args() {
   return args;
 }
 
+// What an e2e binary adds to its control plane. Set it before main() runs, from a static
+// initializer (see ConfigureEnvironment); Environment::SetUp reads it once.
+struct EnvironmentOptions {
+  std::vector<TestUser> users;  // besides alice and bob (tests/testenv/environment.h)
+  // Kustomization directories with CRDs (e.g. <source>/deploy/crds), applied with
+  // `kubectl apply -k` before kube-controller-manager starts, and waited for until discovery
+  // serves them: its garbage collector then knows the kinds from the start, so objects owned
+  // by custom resources are collected at once (see ControlPlane::Options).
+  std::vector<std::filesystem::path> crd_dirs;
+  // Simulated nodes started after the control plane and stopped before it, shared by the
+  // binary's tests (node_simulator(i)); each from `node` with node_name "<node_name>-<i>".
+  int node_simulators = 0;
+  NodeSimulatorOptions node;
+};
+EnvironmentOptions& environment_options();
+
+// `const ConfigureEnvironment kConfigure([](EnvironmentOptions& o) { ... });` at namespace
+// scope in a test binary.
+struct ConfigureEnvironment {
+  explicit ConfigureEnvironment(const std::function<void(EnvironmentOptions&)>& configure) {
+    configure(environment_options());
+  }
+};
+
+// Applies the kustomization in `dir` and waits until its CRDs are Established and listed by
+// discovery.
+tl::expected<void, std::string> install_crds(const ControlPlane& cp,
+                                             const std::filesystem::path& dir);
+
 class Environment : public ::testing::Environment {
  public:
   void SetUp() override;
@@ -40,6 +71,9 @@ class Environment : public ::testing::Environment {
 
 // The binary's control plane; throws std::logic_error when it did not start.
 ControlPlane& control_plane();
+// The i-th simulated node of EnvironmentOptions::node_simulators; throws std::logic_error
+// when there is none.
+NodeSimulator& node_simulator(std::size_t index = 0);
 std::shared_ptr<kube::Client> admin();
 
 // A fresh namespace "<prefix>-<random>".

@@ -1,0 +1,208 @@
+#include "cmd/import.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "catalog/kubedirector.h"
+#include "catalog/yaml.h"
+#include "cmd/yaml_out.h"
+
+namespace kstack::cmd {
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using catalog::ImportIssue;
+
+namespace {
+
+// Input handling as `kstack validate` does it (cmd/validate.cpp): directories expanded
+// recursively and sorted, "-" is stdin, reads capped so a huge file never lands in memory.
+bool is_manifest(const fs::path& p) {
+  auto ext = p.extension().string();
+  return ext == ".yaml" || ext == ".yml" || ext == ".json";
+}
+
+struct InputError {
+  std::string path;
+  std::string message;
+};
+
+std::vector<std::string> collect(const std::vector<std::string>& paths,
+                                 std::vector<InputError>& errors) {
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (p != "-" && fs::is_directory(p, ec)) {
+      std::vector<std::string> found;
+      for (auto it = fs::recursive_directory_iterator(p, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file(ec) && is_manifest(it->path())) {
+          found.push_back(it->path().string());
+        }
+      }
+      if (ec) errors.push_back({p, ec.message()});
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (p == "-" || fs::exists(p, ec)) {
+      files.push_back(p);
+    } else {
+      errors.push_back({p, "no such file or directory"});
+    }
+  }
+  return files;
+}
+
+bool read_capped(std::istream& in, std::size_t max_bytes, std::string& text) {
+  text.assign(max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text.size() <= max_bytes;
+}
+
+std::string read_file(const std::string& file, std::size_t max_bytes, std::string& error) {
+  std::string text;
+  bool ok = false;
+  if (file == "-") {
+    ok = read_capped(std::cin, max_bytes, text);
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      error = "cannot open file";
+      return {};
+    }
+    ok = read_capped(in, max_bytes, text);
+    if (in.bad()) {
+      error = "read error";
+      return {};
+    }
+  }
+  if (!ok) error = fmt::format("larger than the limit of {} bytes", max_bytes);
+  return text;
+}
+
+bool loses_data(ImportIssue::Severity s) {
+  return s == ImportIssue::Severity::kDropped || s == ImportIssue::Severity::kChanged;
+}
+
+// What stderr calls an issue: strict mode turns lost data into errors.
+std::string_view label(ImportIssue::Severity s, bool strict) {
+  if (loses_data(s)) return strict ? "error" : "warning";
+  return s == ImportIssue::Severity::kNote ? "note" : "warning";
+}
+
+struct Tally {
+  std::size_t documents = 0, converted = 0, skipped = 0, unusable = 0;
+  std::size_t dropped = 0, changed = 0;
+};
+
+void print_objects(const std::vector<json::value>& objects, const std::string& format,
+                   std::ostream& out) {
+  if (format == "json") {
+    if (objects.size() == 1) {
+      out << json::serialize(objects.front()) << "\n";
+    } else {  // kubectl's form for several objects; `kubectl apply -f` takes it as is
+      json::array items(objects.begin(), objects.end());
+      out << json::serialize(
+                 json::object{{"apiVersion", "v1"}, {"kind", "List"}, {"items", std::move(items)}})
+          << "\n";
+    }
+    return;
+  }
+  bool first = true;
+  for (const auto& o : objects) {
+    out << (first ? "" : "---\n") << to_yaml(o);
+    first = false;
+  }
+}
+
+}  // namespace
+
+int import_manifests(const ImportOptions& options) {
+  return import_manifests(options, std::cout, std::cerr);
+}
+
+int import_manifests(const ImportOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.output != "yaml" && options.output != "json") {
+    err << fmt::format("kstack import: unknown output format \"{}\" (yaml or json)\n",
+                       options.output);
+    return 2;
+  }
+  if (options.paths.empty()) {
+    err << "kstack import: no input: give files or directories with -f\n";
+    return 2;
+  }
+  catalog::ImportOptions conversion;
+  conversion.namespace_override = options.namespace_name;
+  conversion.operator_namespace = options.operator_namespace;
+  catalog::YamlLimits limits;
+  limits.max_bytes = options.max_file_bytes;
+
+  std::vector<InputError> errors;
+  std::vector<json::value> objects;
+  Tally tally;
+  for (const auto& file : collect(options.paths, errors)) {
+    std::string error;
+    std::string text = read_file(file, options.max_file_bytes, error);
+    std::vector<catalog::YamlDocument> docs;
+    if (error.empty()) {
+      auto parsed = catalog::parse_manifests(text, limits);
+      if (parsed) {
+        docs = std::move(*parsed);
+      } else {
+        error = parsed.error().message;
+      }
+    }
+    if (!error.empty()) {
+      errors.push_back({file, error});
+      continue;
+    }
+    for (const auto& doc : docs) {
+      ++tally.documents;
+      std::string where = fmt::format("{}:doc{}", file, doc.index);
+      if (!doc.error.empty()) {
+        ++tally.unusable;
+        err << fmt::format("{}: error: {}\n", where, doc.error);
+        continue;
+      }
+      auto result = catalog::import_kubedirector(doc.value, conversion);
+      if (!result.error.empty()) {
+        ++tally.unusable;
+        err << fmt::format("{}: error: {}; skipped\n", where, result.error);
+        continue;
+      }
+      for (const auto& issue : result.issues) {
+        tally.dropped += issue.severity == ImportIssue::Severity::kDropped ? 1 : 0;
+        tally.changed += issue.severity == ImportIssue::Severity::kChanged ? 1 : 0;
+        err << fmt::format("{}: {}: {}\n", where, label(issue.severity, options.strict),
+                           catalog::format_issue(result, issue));
+      }
+      if (result.skipped) {
+        ++tally.skipped;
+        continue;
+      }
+      ++tally.converted;
+      objects.push_back(std::move(result.object));
+    }
+  }
+  for (const auto& e : errors)
+    err << "kstack import: " << e.path << ": error: " << e.message << "\n";
+
+  bool unusable = !errors.empty() || tally.unusable > 0;
+  bool strict_failed = options.strict && tally.dropped + tally.changed > 0;
+  err << fmt::format(
+      "kstack import: {} of {} documents converted ({} skipped, {} unusable{}); {} fields not "
+      "carried over, {} changed{}\n",
+      tally.converted, tally.documents, tally.skipped, tally.unusable,
+      errors.empty() ? "" : fmt::format(", {} unreadable input(s)", errors.size()), tally.dropped,
+      tally.changed, strict_failed ? "; --strict: nothing printed" : "");
+  if (strict_failed) return 1;
+  print_objects(objects, options.output, out);
+  return unusable ? 1 : 0;
+}
+
+}  // namespace kstack::cmd

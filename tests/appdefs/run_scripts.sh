@@ -1,0 +1,443 @@
+#!/bin/sh
+# run_scripts.sh MEMBER_FILES APPDEFS_DIR — the appdefs setup packages without a cluster.
+#
+# For every app, MEMBER_FILES (kstack_appdefs_member_files) writes the /etc/kstack/env and
+# configmeta.json kstack would write into each member of the example Stack, one fake root per
+# member. Each member's startscript then runs against its root (KSTACK_ROOT) the way kstack runs
+# it: --configure on every member, then a scale-up (new members configured, the env of the
+# others rewritten, --addnodes to the roles whose eventList has it), then a scale-down
+# (--delnodes). After each step the generated config files are grepped for the expected peers,
+# and every step is run twice to show the handlers are idempotent (same files; recorded
+# etcdctl/nodetool commands not repeated). Scripts run under /bin/sh (dash here: no bash-isms).
+set -eu
+
+gen=$1
+appdefs=$2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kstack-appdefs.XXXXXX")
+[ -n "${KSTACK_APPDEFS_KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT INT TERM
+ns=demo
+
+# The scripts run with only what the simulated member containers have: sh, coreutils, sed,
+# grep, awk. The host's own etcdctl/nodetool/... must not leak in (a stub etcdctl is added
+# for one test below).
+mkdir -p "$tmp/bin"
+for c in sh cat cp cut date dirname basename head tail mkdir mv rm sort tr wc md5sum base64 \
+  sed grep awk env ls ln chmod touch uniq paste cksum cmp diff find id sleep true false; do
+  p=$(command -v "$c" 2>/dev/null) || continue
+  case $p in /*) ln -s "$p" "$tmp/bin/$c" ;; esac
+done
+BASE_PATH=$tmp/bin
+SCRIPT_PATH=$BASE_PATH
+domain_of() { printf '%s.%s.%s.svc.cluster.local' "$2" "$1" "$ns"; } # stack pod -> fqdn
+failures=0
+checks=0
+
+fail() {
+  printf 'FAIL %s\n' "$*" >&2
+  failures=$((failures + 1))
+}
+ok() { checks=$((checks + 1)); }
+
+# expect_grep FILE PATTERN (fixed string) / expect_no_grep FILE PATTERN
+expect_grep() {
+  if [ -f "$1" ] && grep -Fq -- "$2" "$1"; then ok; else
+    fail "$1 should contain: $2"
+    if [ -f "$1" ]; then sed 's/^/    | /' "$1" >&2; fi
+  fi
+}
+expect_no_grep() {
+  if [ -f "$1" ] && ! grep -Fq -- "$2" "$1"; then ok; else fail "$1 should not contain: $2"; fi
+}
+expect_lines() { # FILE PATTERN N: exactly N lines contain PATTERN
+  _n=0
+  [ -f "$1" ] && _n=$(grep -Fc -- "$2" "$1" || true)
+  if [ "$_n" -eq "$3" ]; then ok; else fail "$1: $_n lines with '$2', expected $3"; fi
+}
+
+# The files a package wrote under a root, with their digests (logs excluded: they grow).
+snapshot() {
+  (cd "$1" && find . -type f ! -name '*.log' ! -path './etc/kstack/*' | LC_ALL=C sort |
+    while IFS= read -r f; do printf '%s %s\n' "$(cksum <"$f")" "$f"; done)
+}
+
+# run APP ROOT ARGS...: the startscript against ROOT; exit code in $rc, output in ROOT.out
+run() {
+  _app=$1
+  _root=$2
+  shift 2
+  rc=0
+  KSTACK_ROOT=$_root PATH=$SCRIPT_PATH /bin/sh "$appdefs/$_app/setup/startscript" "$@" \
+    >"$_root.out" 2>&1 || rc=$?
+}
+# step APP ROOT ARGS...: run twice; both must exit 0 and leave the same files behind.
+step() {
+  run "$@"
+  if [ "$rc" -ne 0 ]; then
+    fail "$1 $(basename "$2") $*: exit $rc"
+    sed 's/^/    | /' "$2.out" >&2
+    return 0
+  fi
+  snapshot "$2" >"$2.snap1"
+  run "$@"
+  snapshot "$2" >"$2.snap2"
+  if [ "$rc" -ne 0 ]; then
+    fail "$1 $(basename "$2") $* (second run): exit $rc"
+  elif ! cmp -s "$2.snap1" "$2.snap2"; then
+    fail "$1 $(basename "$2") $*: not idempotent"
+    diff "$2.snap1" "$2.snap2" >&2 || true
+  else
+    ok
+  fi
+}
+
+# members APP OUTDIR [--members ROLE=N]: fake roots for the app's example Stack in OUTDIR;
+# prints `role pod fqdn nodeid` lines.
+members() {
+  _app=$1
+  _out=$2
+  shift 2
+  "$gen" --app "$appdefs/$_app/apptype.yaml" --stack "$appdefs/$_app/stack.yaml" \
+    --namespace "$ns" --out "$_out" "$@"
+}
+
+# configure_all APP DIR: --configure on every member listed in DIR.members
+configure_all() {
+  while read -r _role _pod _fqdn _id; do
+    step "$1" "$2/$_pod" --configure
+    expect_lines "$2/$_pod/$3/kstack-setup.log" "--configure" 2
+  done <"$2.members"
+}
+
+# scale APP DIR DATADIR ROLE N "NOTIFIED ROLES": the app's Stack with ROLE at N members, as
+# kstack does it: the env of the members that stay is rewritten, new members are configured,
+# then `--addnodes|--delnodes --role ROLE --fqdns <the difference>` goes to every remaining member
+# of the notified roles. Sets $changed to the FQDNs that came or went.
+scale() {
+  _app=$1 _dir=$2 _datadir=$3 _role=$4 _n=$5 _notified=$6
+  # node ids as kstack keeps them: members that stay keep theirs, new ones get fresh ones
+  members "$_app" "$_dir.next" --members "$_role=$_n" --previous "$_dir.members" \
+    --last-node-id "$(cat "$_dir.last")" >"$_dir.next.members"
+  # new members: in .next only; leaving: in the current list only
+  _added=$(awk 'NR == FNR { have[$2] = 1; next } !($2 in have) { print $3 }' "$_dir.members" "$_dir.next.members" | paste -sd, -)
+  _gone=$(awk 'NR == FNR { have[$2] = 1; next } !($2 in have) { print $3 }' "$_dir.next.members" "$_dir.members" | paste -sd, -)
+  : >"$_dir.new"
+  while read -r _r _pod _fqdn _id; do
+    mkdir -p "$_dir/$_pod/etc/kstack"
+    cp "$_dir.next/$_pod/etc/kstack/env" "$_dir.next/$_pod/etc/kstack/configmeta.json" "$_dir/$_pod/etc/kstack/"
+  done <"$_dir.next.members"
+  if [ -n "$_added" ]; then
+    action=--addnodes
+    changed=$_added
+    awk 'NR == FNR { have[$2] = 1; next } !($2 in have)' "$_dir.members" "$_dir.next.members" >"$_dir.new"
+    while read -r _r _pod _fqdn _id; do
+      step "$_app" "$_dir/$_pod" --configure
+    done <"$_dir.new"
+  else
+    action=--delnodes
+    changed=$_gone
+  fi
+  while read -r _r _pod _fqdn _id; do
+    # new members are configured, not notified (kstack announces them to the others)
+    awk -v p="$_pod" '$2 == p { found = 1 } END { exit !found }' "$_dir.new" && continue
+    case " $_notified " in *" $_r "*) ;; *) continue ;; esac
+    step "$_app" "$_dir/$_pod" "$action" --role "$_role" --fqdns "$changed"
+    expect_grep "$_dir/$_pod/$_datadir/kstack-setup.log" "$action --role $_role --fqdns $changed"
+  done <"$_dir.next.members"
+  cp "$_dir.next.members" "$_dir.members"
+  awk -v last="$(cat "$_dir.last")" '$4 > last { last = $4 } END { print last }' "$_dir.members" >"$_dir.last.tmp"
+  mv "$_dir.last.tmp" "$_dir.last"
+}
+
+start_app() { # start_app APP: fresh fake roots from the example Stack; sets $dir
+  dir=$tmp/$1
+  members "$1" "$dir" >"$dir.members"
+  awk '$4 > last { last = $4 } END { print last + 0 }' "$dir.members" >"$dir.last"
+  [ -s "$dir.members" ] || fail "$1: no members generated"
+  printf '== %s: %s member(s)\n' "$1" "$(wc -l <"$dir.members" | tr -d ' ')"
+}
+pods_of() { awk -v r="$2" '$1 == r { print $2 }' "$1.members"; }
+
+# ---- the packages share one common part, byte for byte ----
+awk '/^# ---- common part/,/^# ---- end of common part ----/' "$appdefs/etcd/setup/startscript" >"$tmp/common"
+[ -s "$tmp/common" ] || fail "etcd startscript has no common part"
+for s in "$appdefs"/*/setup/startscript; do
+  awk '/^# ---- common part/,/^# ---- end of common part ----/' "$s" | cmp -s - "$tmp/common" ||
+    fail "$s: common part differs from etcd's"
+  [ -x "$s" ] || fail "$s is not executable"
+  head -n 1 "$s" | grep -qx '#!/bin/sh' || fail "$s: first line must be #!/bin/sh"
+  if command -v shellcheck >/dev/null 2>&1; then
+    shellcheck -s sh "$s" >&2 || fail "$s: shellcheck -s sh"
+  fi
+  ok
+done
+
+# ---- etcd: 3 members -> 5 -> 3 ----
+start_app etcd
+S=etcd
+M0=$(domain_of etcd etcd-member-0)
+M1=$(domain_of etcd etcd-member-1)
+M2=$(domain_of etcd etcd-member-2)
+M3=$(domain_of etcd etcd-member-3)
+M4=$(domain_of etcd etcd-member-4)
+configure_all etcd "$dir" var/lib/etcd
+for p in etcd-member-0 etcd-member-1 etcd-member-2; do
+  c=$dir/$p/etc/etcd/etcd.conf.yml
+  expect_grep "$c" "name: '$p'"
+  expect_grep "$c" "initial-cluster: 'etcd-member-0=http://$M0:2380,etcd-member-1=http://$M1:2380,etcd-member-2=http://$M2:2380'"
+  expect_grep "$c" "initial-advertise-peer-urls: 'http://$p.$S.$ns.svc.cluster.local:2380'"
+  expect_grep "$c" "advertise-client-urls: 'http://$p.$S.$ns.svc.cluster.local:2379'"
+  expect_grep "$c" "data-dir: '/var/lib/etcd/data'"
+  expect_grep "$c" "initial-cluster-state: 'new'"
+  expect_grep "$c" "initial-cluster-token: '$ns-etcd'"
+done
+scale etcd "$dir" var/lib/etcd member 5 member
+[ "$changed" = "$M3,$M4" ] || fail "etcd scale-up: --fqdns $changed"
+for p in etcd-member-0 etcd-member-1 etcd-member-2 etcd-member-3 etcd-member-4; do
+  expect_grep "$dir/$p/etc/etcd/etcd.conf.yml" "etcd-member-4=http://$M4:2380'"
+  expect_lines "$dir/$p/var/lib/etcd/kstack-members/member" "etcd-member" 5
+done
+# Only the coordinator (first member) adds members, each once although it ran twice.
+expect_lines "$dir/etcd-member-0/var/lib/etcd/kstack-etcdctl.log" "would run: etcdctl --endpoints=http://$M0:2379 member add etcd-member-3 --peer-urls=http://$M3:2380" 1
+expect_lines "$dir/etcd-member-0/var/lib/etcd/kstack-etcdctl.log" "member add etcd-member-4" 1
+[ -f "$dir/etcd-member-1/var/lib/etcd/kstack-etcdctl.log" ] && fail "etcd-member-1 is not the coordinator but ran etcdctl"
+scale etcd "$dir" var/lib/etcd member 3 member
+[ "$changed" = "$M3,$M4" ] || fail "etcd scale-down: --fqdns $changed"
+for p in etcd-member-0 etcd-member-1 etcd-member-2; do
+  expect_grep "$dir/$p/etc/etcd/etcd.conf.yml" "initial-cluster: 'etcd-member-0=http://$M0:2380,etcd-member-1=http://$M1:2380,etcd-member-2=http://$M2:2380'"
+done
+expect_lines "$dir/etcd-member-0/var/lib/etcd/kstack-etcdctl.log" "member remove <id of etcd-member-3>" 1
+expect_lines "$dir/etcd-member-0/var/lib/etcd/kstack-etcdctl.log" "member remove <id of etcd-member-4>" 1
+# --addnodes works from its arguments even when the env file was not rewritten yet.
+r=$dir/etcd-member-1
+step etcd "$r" --addnodes --role member --fqdns "$M3"
+expect_grep "$r/etc/etcd/etcd.conf.yml" "etcd-member-3=http://$M3:2380'"
+step etcd "$r" --delnodes --role member --fqdns "$M3"
+expect_no_grep "$r/etc/etcd/etcd.conf.yml" "etcd-member-3"
+# Hostile or malformed input: refused, nothing changed.
+snapshot "$r" >"$tmp/before"
+for bad in "x;rm -rf /" "a b" "\$(id)" "'quoted'" "-flag" "new
+line"; do
+  run etcd "$r" --addnodes --role member --fqdns "$bad"
+  [ "$rc" -ne 0 ] || fail "etcd accepted --fqdns '$bad'"
+done
+run etcd "$r" --addnodes --role member
+[ "$rc" -eq 0 ] || fail "etcd --addnodes without --fqdns: exit $rc" # an empty list: no change
+run etcd "$r" --bogus
+[ "$rc" -ne 0 ] || fail "etcd accepted no action"
+run etcd "$r" --configure --addnodes
+[ "$rc" -ne 0 ] || fail "etcd accepted two actions"
+snapshot "$r" >"$tmp/after"
+cmp -s "$tmp/before" "$tmp/after" || fail "refused etcd invocations changed files"
+run etcd "$tmp/no-such-root" --configure
+[ "$rc" -ne 0 ] || fail "etcd configured without /etc/kstack/env"
+# A role etcd does not know: nothing to do, success.
+run etcd "$r" --addnodes --role other --fqdns "$M3"
+[ "$rc" -eq 0 ] || fail "etcd --addnodes --role other: exit $rc"
+ok
+
+# With etcdctl in the image the coordinator runs it: a stub etcdctl keeps a member list.
+mkdir -p "$tmp/stub"
+cat >"$tmp/stub/etcdctl" <<'STUB'
+#!/bin/sh
+# etcdctl stand-in: `member list|add|remove` against $ETCDCTL_STUB_STATE; health fails.
+state=${ETCDCTL_STUB_STATE:?}
+touch "$state"
+printf '%s\n' "$*" >>"$state.calls"
+while [ "$#" -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done
+case "$1 $2" in
+  "endpoint health") [ -z "${ETCDCTL_STUB_DOWN:-}" ] ;;
+  "member list") cat "$state" ;;
+  "member add")
+    printf '%s, unstarted, %s, %s, , false\n' "id$(($(wc -l <"$state") + 1))" "$3" "${4#--peer-urls=}" >>"$state" ;;
+  "member remove")
+    grep -q "^$3, " "$state" || exit 1
+    grep -v "^$3, " "$state" >"$state.tmp" || true
+    mv "$state.tmp" "$state" ;;
+  *) exit 1 ;;
+esac
+STUB
+chmod +x "$tmp/stub/etcdctl"
+export ETCDCTL_STUB_STATE="$tmp/etcdctl.state"
+printf 'id1, started, etcd-member-0, http://%s:2380, , false\n' "$M0" >"$ETCDCTL_STUB_STATE"
+SCRIPT_PATH=$tmp/stub:$BASE_PATH
+r0=$dir/etcd-member-0
+step etcd "$r0" --addnodes --role member --fqdns "$M3"
+expect_lines "$ETCDCTL_STUB_STATE" ", etcd-member-3, http://$M3:2380," 1
+expect_lines "$ETCDCTL_STUB_STATE.calls" "member add etcd-member-3" 1
+expect_grep "$r0/var/lib/etcd/kstack-etcdctl.log" "ran: etcdctl member add etcd-member-3 --peer-urls=http://$M3:2380"
+step etcd "$r0" --delnodes --role member --fqdns "$M3"
+expect_lines "$ETCDCTL_STUB_STATE" "etcd-member-3" 0
+expect_lines "$ETCDCTL_STUB_STATE.calls" "member remove id2" 1
+# A member that is already there (added by hand) is not added again.
+printf 'id9, started, etcd-member-4, http://%s:2380, , false\n' "$M4" >>"$ETCDCTL_STUB_STATE"
+step etcd "$r0" --addnodes --role member --fqdns "$M4"
+expect_lines "$ETCDCTL_STUB_STATE.calls" "member add etcd-member-4" 0
+expect_grep "$r0/etc/etcd/etcd.conf.yml" "etcd-member-4=http://$M4:2380'"
+step etcd "$r0" --delnodes --role member --fqdns "$M4"
+# etcdctl there but no etcd answering (the simulated cluster): recorded, not run, success.
+export ETCDCTL_STUB_DOWN=1
+step etcd "$r0" --addnodes --role member --fqdns "$M3"
+expect_lines "$ETCDCTL_STUB_STATE.calls" "member add etcd-member-3" 1
+expect_grep "$r0/var/lib/etcd/kstack-etcdctl.log" "member add etcd-member-3 --peer-urls=http://$M3:2380 # no etcd answering at http://$M0:2379"
+step etcd "$r0" --delnodes --role member --fqdns "$M3"
+# configMeta etcdctl=always: a failing etcdctl fails the handler (kstack retries) and the
+# change is not recorded as done.
+printf "export KSTACK_CONFIG_ETCDCTL='always'\n" >>"$r0/etc/kstack/env"
+printf '#!/bin/sh\nexit 1\n' >"$tmp/stub/etcdctl"
+run etcd "$r0" --addnodes --role member --fqdns "$M3"
+[ "$rc" -ne 0 ] || fail "etcd --addnodes succeeded although etcdctl failed"
+expect_no_grep "$r0/var/lib/etcd/kstack-members/member" "$M3"
+expect_grep "$r0/var/lib/etcd/kstack-etcdctl.log" "failed (1): etcdctl member add etcd-member-3"
+unset ETCDCTL_STUB_DOWN
+SCRIPT_PATH=$BASE_PATH
+
+# ---- redis: primary + 2 replicas -> 3 replicas -> 1 ----
+start_app redis
+P=$(domain_of redis redis-primary-0)
+R0=$(domain_of redis redis-replica-0)
+R1=$(domain_of redis redis-replica-1)
+R2=$(domain_of redis redis-replica-2)
+configure_all redis "$dir" var/lib/redis
+c=$dir/redis-primary-0/etc/redis/redis.conf
+expect_no_grep "$c" "replicaof"
+expect_grep "$c" "# kstack replicas: $R0,$R1"
+expect_grep "$c" "dir /var/lib/redis"
+expect_grep "$c" "port 6379"
+for p in redis-replica-0 redis-replica-1; do
+  expect_grep "$dir/$p/etc/redis/redis.conf" "replicaof $P 6379"
+done
+scale redis "$dir" var/lib/redis replica 3 primary
+expect_grep "$c" "# kstack replicas: $R0,$R1,$R2"
+expect_grep "$dir/redis-replica-2/etc/redis/redis.conf" "replicaof $P 6379"
+scale redis "$dir" var/lib/redis replica 1 primary
+expect_grep "$c" "# kstack replicas: $R0"
+expect_no_grep "$c" "$R1"
+
+# ---- cassandra: 2 seeds + 1 worker -> 2 workers -> 1 ----
+start_app cassandra
+S0=$(domain_of cassandra cassandra-seed-0)
+S1=$(domain_of cassandra cassandra-seed-1)
+W0=$(domain_of cassandra cassandra-worker-0)
+W1=$(domain_of cassandra cassandra-worker-1)
+configure_all cassandra "$dir" var/lib/cassandra
+for p in cassandra-seed-0 cassandra-seed-1 cassandra-worker-0; do
+  c=$dir/$p/etc/cassandra/cassandra.yaml
+  expect_grep "$c" "      - seeds: '$S0,$S1'"
+  expect_grep "$c" "listen_address: $p.cassandra.$ns.svc.cluster.local"
+  expect_grep "$c" "cluster_name: 'cassandra'"
+  expect_grep "$c" "  - /var/lib/cassandra/data"
+  expect_grep "$dir/$p/etc/cassandra/cassandra-rackdc.properties" "dc=dc1"
+  expect_lines "$dir/$p/etc/cassandra/kstack-peers" "svc.cluster.local" 3
+done
+scale cassandra "$dir" var/lib/cassandra worker 2 "seed worker"
+for p in cassandra-seed-0 cassandra-seed-1 cassandra-worker-0 cassandra-worker-1; do
+  expect_grep "$dir/$p/etc/cassandra/kstack-peers" "$W1"
+  expect_grep "$dir/$p/etc/cassandra/cassandra.yaml" "      - seeds: '$S0,$S1'"
+done
+scale cassandra "$dir" var/lib/cassandra worker 1 "seed worker"
+for p in cassandra-seed-0 cassandra-seed-1 cassandra-worker-0; do
+  expect_no_grep "$dir/$p/etc/cassandra/kstack-peers" "$W1"
+  expect_grep "$dir/$p/etc/cassandra/kstack-peers" "$W0"
+done
+expect_lines "$dir/cassandra-seed-0/var/lib/cassandra/kstack-nodetool.log" "would run: nodetool removenode <host id of $W1>" 1
+[ -f "$dir/cassandra-seed-1/var/lib/cassandra/kstack-nodetool.log" ] && fail "cassandra-seed-1 recorded nodetool commands"
+# Seeds change too: a third seed joins everyone's seed list.
+scale cassandra "$dir" var/lib/cassandra seed 3 "seed worker"
+for p in cassandra-seed-0 cassandra-seed-1 cassandra-seed-2 cassandra-worker-0; do
+  expect_grep "$dir/$p/etc/cassandra/cassandra.yaml" "      - seeds: '$S0,$S1,$(domain_of cassandra cassandra-seed-2)'"
+done
+# ids as kstack gives them: worker-0 kept 3, worker-1 had 4, so the third seed is 5
+expect_grep "$dir/cassandra-seed-2/etc/kstack/env" "export KSTACK_ROLE_SEED_NODE_IDS='1,2,5'"
+expect_grep "$dir/cassandra-worker-0/etc/kstack/env" "export KSTACK_NODE_ID='3'"
+
+# ---- kafka: 3 controllers + 2 brokers -> 3 brokers ----
+start_app kafka
+C0=$(domain_of kafka kafka-controller-0)
+C1=$(domain_of kafka kafka-controller-1)
+C2=$(domain_of kafka kafka-controller-2)
+VOTERS="controller.quorum.voters=1@$C0:9093,2@$C1:9093,3@$C2:9093"
+configure_all kafka "$dir" var/lib/kafka
+while read -r role pod fqdn id; do
+  c=$dir/$pod/etc/kafka/server.properties
+  expect_grep "$c" "$VOTERS"
+  expect_grep "$c" "node.id=$id"
+  expect_grep "$c" "process.roles=$role"
+  expect_grep "$c" "log.dirs=/var/lib/kafka/data"
+  if [ "$role" = broker ]; then
+    expect_grep "$c" "advertised.listeners=PLAINTEXT://$fqdn:9092"
+    expect_grep "$c" "offsets.topic.replication.factor=2"
+  else
+    expect_grep "$c" "listeners=CONTROLLER://0.0.0.0:9093"
+  fi
+done <"$dir.members"
+# One cluster id, 22 base64url characters, the same on every member.
+ids=$(cat "$dir"/*/var/lib/kafka/kstack-cluster-id | sort -u)
+[ "$(printf '%s\n' "$ids" | wc -l)" -eq 1 ] || fail "kafka members disagree on the cluster id: $ids"
+printf '%s\n' "$ids" | grep -Eqx '[A-Za-z0-9_-]{22}' || fail "kafka cluster id malformed: $ids"
+expect_grep "$dir/kafka-controller-0/var/lib/kafka/kstack-actions.log" "would run: kafka-storage.sh format --ignore-formatted -t $ids"
+scale kafka "$dir" var/lib/kafka broker 3 "controller broker"
+while read -r role pod fqdn id; do
+  expect_grep "$dir/$pod/etc/kafka/server.properties" "$VOTERS"
+  expect_grep "$dir/$pod/etc/kafka/server.properties" "# kstack brokers: $(domain_of kafka kafka-broker-0),$(domain_of kafka kafka-broker-1),$(domain_of kafka kafka-broker-2)"
+done <"$dir.members"
+expect_grep "$dir/kafka-broker-2/etc/kafka/server.properties" "node.id=6"
+# A fourth controller (node id 7, the next after the brokers') joins every member's voters.
+scale kafka "$dir" var/lib/kafka controller 4 "controller broker"
+while read -r role pod fqdn id; do
+  expect_grep "$dir/$pod/etc/kafka/server.properties" "$VOTERS,7@$(domain_of kafka kafka-controller-3):9093"
+done <"$dir.members"
+expect_grep "$dir/kafka-controller-3/etc/kafka/server.properties" "node.id=7"
+scale kafka "$dir" var/lib/kafka controller 3 "controller broker"
+while read -r role pod fqdn id; do
+  expect_grep "$dir/$pod/etc/kafka/server.properties" "$VOTERS"
+  expect_no_grep "$dir/$pod/etc/kafka/server.properties" "kafka-controller-3"
+done <"$dir.members"
+
+# ---- spark: master + 2 workers -> 3 workers -> 1 ----
+start_app spark
+MA=$(domain_of spark spark-master-0)
+configure_all spark "$dir" var/lib/spark
+while read -r role pod fqdn id; do
+  expect_grep "$dir/$pod/opt/spark/conf/spark-env.sh" "export SPARK_MASTER_HOST='$MA'"
+  expect_grep "$dir/$pod/opt/spark/conf/spark-env.sh" "export SPARK_LOCAL_HOSTNAME='$fqdn'"
+  expect_grep "$dir/$pod/opt/spark/conf/spark-defaults.conf" "spark://$MA:7077"
+done <"$dir.members"
+expect_lines "$dir/spark-master-0/opt/spark/conf/workers" "spark-worker-" 2
+scale spark "$dir" var/lib/spark worker 3 master
+expect_lines "$dir/spark-master-0/opt/spark/conf/workers" "spark-worker-" 3
+expect_grep "$dir/spark-master-0/opt/spark/conf/workers" "$(domain_of spark spark-worker-2)"
+scale spark "$dir" var/lib/spark worker 1 master
+expect_lines "$dir/spark-master-0/opt/spark/conf/workers" "spark-worker-" 1
+expect_grep "$dir/spark-master-0/opt/spark/conf/workers" "$(domain_of spark spark-worker-0)"
+# spark-env.sh is sh: sourcing it gives the values back.
+(
+  # shellcheck disable=SC1090,SC1091
+  . "$dir/spark-worker-0/opt/spark/conf/spark-env.sh"
+  [ "$SPARK_MASTER_HOST" = "$MA" ]
+) || fail "spark-env.sh does not source to SPARK_MASTER_HOST=$MA"
+
+# ---- jupyter: one notebook ----
+start_app jupyter
+J=$(domain_of jupyter jupyter-notebook-0)
+configure_all jupyter "$dir" var/lib/jupyter
+c=$dir/jupyter-notebook-0/etc/jupyter/jupyter_server_config.py
+expect_grep "$c" "c.ServerApp.ip = '0.0.0.0'"
+expect_grep "$c" "c.ServerApp.port = 8888"
+expect_grep "$c" "c.ServerApp.base_url = '/'"
+expect_grep "$c" "c.ServerApp.custom_display_url = 'http://$J:8888/'"
+[ -d "$dir/jupyter-notebook-0/home/jovyan/work" ] || fail "jupyter work dir not created"
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$c" || fail "$c is not Python"
+fi
+# base_url from configMeta; a value that could close the Python string is refused.
+r=$dir/jupyter-notebook-0
+printf "export KSTACK_CONFIG_BASE_URL='/lab/x'\n" >>"$r/etc/kstack/env"
+step jupyter "$r" --configure
+expect_grep "$c" "c.ServerApp.base_url = '/lab/x/'"
+printf "export KSTACK_CONFIG_BASE_URL='/x'\\\\''; import os; #'\n" >>"$r/etc/kstack/env"
+run jupyter "$r" --configure
+[ "$rc" -ne 0 ] || fail "jupyter accepted a base_url with a quote"
+expect_grep "$c" "c.ServerApp.base_url = '/lab/x/'"
+
+printf '%s checks, %s failure(s)\n' "$checks" "$failures"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,85 @@
+// cmd/metrics.h: controller-runtime-compatible names, labels and values in the text format.
+#include "cmd/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include "informer/work_queue.h"
+
+namespace kstack::cmd {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos;
+}
+
+TEST(OperatorMetrics, ReconcileResultsAreCountedByControllerAndResult) {
+  OperatorMetrics m(nullptr, OperatorMetricsOptions{});
+  m.observe_reconcile("success", 20ms);
+  m.observe_reconcile("success", 30ms);
+  m.observe_reconcile("error", 5ms);
+  const auto text = m.scrape();
+  EXPECT_TRUE(has_line(
+      text, R"(controller_runtime_reconcile_total{controller="stack",result="success"} 2)"))
+      << text;
+  EXPECT_TRUE(
+      has_line(text, R"(controller_runtime_reconcile_total{controller="stack",result="error"} 1)"));
+  // Results not seen yet are exported as 0 from the start.
+  EXPECT_TRUE(has_line(
+      text, R"(controller_runtime_reconcile_total{controller="stack",result="requeue_after"} 0)"));
+  EXPECT_TRUE(has_line(text, R"(controller_runtime_reconcile_errors_total{controller="stack"} 1)"));
+  EXPECT_TRUE(
+      has_line(text, R"(controller_runtime_reconcile_time_seconds_count{controller="stack"} 3)"));
+  EXPECT_TRUE(has_line(
+      text,
+      R"(controller_runtime_reconcile_time_seconds_bucket{controller="stack",le="0.025"} 2)"));
+  EXPECT_NE(text.find("# TYPE controller_runtime_reconcile_time_seconds histogram"),
+            std::string::npos);
+}
+
+TEST(OperatorMetrics, TheWorkQueueReportsDepthAddsRetriesAndDurations) {
+  OperatorMetrics m(nullptr, OperatorMetricsOptions{});
+  auto q = m.queue_metrics();
+  q->on_add();
+  q->on_add();
+  q->on_retry();
+  q->on_depth(3);
+  q->on_get(2ms);
+  q->on_done(50ms);
+  const auto text = m.scrape();
+  EXPECT_TRUE(has_line(text, R"(workqueue_depth{name="stack"} 3)")) << text;
+  EXPECT_TRUE(has_line(text, R"(workqueue_adds_total{name="stack"} 2)"));
+  EXPECT_TRUE(has_line(text, R"(workqueue_retries_total{name="stack"} 1)"));
+  EXPECT_TRUE(has_line(text, R"(workqueue_queue_duration_seconds_count{name="stack"} 1)"));
+  EXPECT_TRUE(has_line(text, R"(workqueue_work_duration_seconds_bucket{name="stack",le="0.1"} 1)"));
+}
+
+TEST(OperatorMetrics, AdmissionLeaderBuildAndProcessMetricsAreExported) {
+  OperatorMetricsOptions o;
+  o.version = "1.2.3";
+  o.commit = "abc";
+  OperatorMetrics m(nullptr, o);
+  m.observe_admission("/validate", 200, 3ms);
+  m.observe_admission("/mutate", 200, 3ms);
+  m.observe_admission("/validate", 400, 1ms);
+  m.observe_admission("/unexpected", 404, 1ms);  // bounded label set: counted as "other"
+  m.set_leader(true);
+  const auto text = m.scrape();
+  EXPECT_TRUE(
+      has_line(text, R"(kstack_admission_requests_total{code="200",endpoint="/validate"} 1)"))
+      << text;
+  EXPECT_TRUE(
+      has_line(text, R"(kstack_admission_requests_total{code="400",endpoint="/validate"} 1)"));
+  EXPECT_TRUE(has_line(text, R"(kstack_admission_requests_total{code="404",endpoint="other"} 1)"));
+  EXPECT_TRUE(has_line(text, R"(kstack_admission_duration_seconds_count{endpoint="/validate"} 2)"));
+  EXPECT_TRUE(has_line(text, R"(leader_election_master_status{name="kstack-operator"} 1)"));
+  EXPECT_TRUE(has_line(text, R"(kstack_build_info{commit="abc",version="1.2.3"} 1)"));
+  EXPECT_NE(text.find("\nprocess_resident_memory_bytes "), std::string::npos);
+  EXPECT_NE(text.find("\nprocess_start_time_seconds "), std::string::npos);
+  m.set_leader(false);
+  EXPECT_TRUE(has_line(m.scrape(), R"(leader_election_master_status{name="kstack-operator"} 0)"));
+}
+
+}  // namespace
+}  // namespace kstack::cmd
