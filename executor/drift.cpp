@@ -65,7 +65,62 @@ std::optional<std::string> diff(const json::value& live, const json::value& desi
   return std::nullopt;
 }
 
+// RFC 6901 escaping of one reference token.
+std::string escape_token(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Like diff(), but returns the (escaped) pointer of the innermost list that holds the first
+// difference: "" when the first difference is not inside a list, nullopt when covered.
+std::optional<std::string> diff_list(const json::value& live, const json::value& desired,
+                                     const std::string& pointer, const std::string& list,
+                                     bool quantities) {
+  if (desired.is_object()) {
+    if (!live.is_object()) return list;
+    for (const auto& [k, v] : desired.get_object()) {
+      const auto* l = live.get_object().if_contains(k);
+      if (l == nullptr) {
+        if ((v.is_object() && v.get_object().empty()) || (v.is_array() && v.get_array().empty())) {
+          continue;
+        }
+        return list;
+      }
+      if (auto d = diff_list(*l, v, pointer + "/" + escape_token(k), list,
+                             quantities || quantity_context(k))) {
+        return d;
+      }
+    }
+    return std::nullopt;
+  }
+  if (desired.is_array()) {
+    if (!live.is_array() || live.get_array().size() != desired.get_array().size()) return pointer;
+    for (std::size_t i = 0; i < desired.get_array().size(); ++i) {
+      if (auto d = diff_list(live.get_array()[i], desired.get_array()[i],
+                             fmt::format("{}/{}", pointer, i), pointer, quantities)) {
+        return d;
+      }
+    }
+    return std::nullopt;
+  }
+  if (!scalar_equal(live, desired, quantities)) return list;
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> differing_list(const json::value& live, const json::value& desired) {
+  return diff_list(live, desired, "", "", false);
+}
 
 bool covers(const json::value& live, const json::value& desired) {
   return !diff(live, desired, "", false).has_value();

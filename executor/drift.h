@@ -5,6 +5,7 @@
 // keeps a stable Stack at zero writes and stops hot loops on differences kstack cannot fix.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <boost/json/value.hpp>
@@ -18,5 +19,12 @@ bool covers(const boost::json::value& live, const boost::json::value& desired);
 
 // The first path where `live` does not cover `desired` ("" when it does), for logs/events.
 std::string first_difference(const boost::json::value& live, const boost::json::value& desired);
+
+// The RFC 6901 pointer of the innermost list holding the first difference ("" when that
+// difference is not inside a list; nullopt when `live` covers `desired`). Server-side apply
+// cannot take entries another field manager added to a list kstack sets (an env var, a port
+// edited by kubectl); the executor replaces such a list as a whole.
+std::optional<std::string> differing_list(const boost::json::value& live,
+                                          const boost::json::value& desired);
 
 }  // namespace kstack::executor

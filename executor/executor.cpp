@@ -90,9 +90,60 @@ kube::Result<Change> Executor::apply(const kube::ResourceType& type, const json:
                   first_difference(*live, desired));
   }
   auto applied = force_apply(type, desired);
+  if (!applied && applied.error().kind == kube::ErrorKind::kInvalid && live != nullptr) {
+    // E.g. a port kubectl edited clashes by name with the one kstack applies back: replace
+    // the list first, then apply again.
+    if (auto replaced = replace_lists(type, *live, desired); replaced) {
+      applied = force_apply(type, desired);
+    }
+  }
   if (!applied) return tl::unexpected(std::move(applied.error()));
+  if (!covers(*applied, desired)) {
+    // Apply kept list entries other managers own (an env var added by kubectl edit).
+    auto replaced = replace_lists(type, *applied, desired);
+    if (!replaced) return tl::unexpected(std::move(replaced.error()));
+    applied = std::move(replaced);
+  }
   if (result != nullptr) *result = std::move(*applied);
   return live == nullptr ? Change::kCreated : Change::kUpdated;
+}
+
+kube::Result<json::value> Executor::replace_lists(const kube::ResourceType& type,
+                                                  const json::value& base,
+                                                  const json::value& desired) {
+  // One JSON patch, guarded by the resourceVersion it was computed from, that replaces every
+  // list (up to a bound) holding a difference with kstack's version of it.
+  json::value current = base;
+  json::array ops;
+  ops.push_back(json::object{{"op", "test"},
+                             {"path", "/metadata/resourceVersion"},
+                             {"value", string_at(base, "/metadata/resourceVersion")}});
+  for (int i = 0; i < 16; ++i) {
+    const auto list = differing_list(current, desired);
+    if (!list || list->empty()) break;
+    boost::system::error_code ec;
+    const auto* want = desired.find_pointer(*list, ec);
+    auto* have = current.find_pointer(*list, ec);
+    if (want == nullptr || have == nullptr) break;
+    ops.push_back(json::object{{"op", "replace"}, {"path", *list}, {"value", *want}});
+    *have = *want;
+  }
+  const auto ns = string_at(desired, "/metadata/namespace");
+  const auto name = string_at(desired, "/metadata/name");
+  if (ops.size() == 1) {
+    return kube::make_error(kube::ErrorKind::kInvalid,
+                            fmt::format("{} {}/{}: cannot restore {} with server-side apply",
+                                        type.kind, ns, name, first_difference(base, desired)));
+  }
+  kube::PatchOptions options;
+  options.field_manager = options_.field_manager;
+  {
+    std::lock_guard lock(mu_);
+    ++applies_;
+  }
+  spdlog::debug("executor: {} {}/{}: replacing {} list(s) other managers changed", type.kind, ns,
+                name, ops.size() - 1);
+  return client_->patch(type, ns, name, kube::PatchType::kJson, json::serialize(ops), options);
 }
 
 kube::Result<json::value> Executor::force_apply(const kube::ResourceType& type,

@@ -87,6 +87,10 @@ class Executor {
   std::uint64_t events_posted() const;
 
  private:
+  kube::Result<boost::json::value> replace_lists(const kube::ResourceType& type,
+                                                 const boost::json::value& base,
+                                                 const boost::json::value& desired);
+
   std::shared_ptr<kube::Client> client_;
   ExecutorOptions options_;
   mutable std::mutex mu_;

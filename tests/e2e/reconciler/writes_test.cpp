@@ -1,0 +1,127 @@
+// SPEC §4: "a no-op resync of a stable stack issues zero writes", counted on the Controller's
+// own client (kube::RequestMetrics records every request by verb: GET, LIST, WATCH are reads;
+// POST, PUT, PATCH, DELETE and EXEC are not). And what converging a new Stack costs.
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "catalog/model.h"
+#include "tests/e2e/reconciler/support.h"
+
+namespace kstack::testenv::e2e {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+using catalog::resources::kStacks;
+using Counts = std::map<kube::RequestMetrics::Key, std::uint64_t>;
+
+constexpr std::uint64_t kStableStacks = 20;
+constexpr std::uint64_t kResyncPasses = 10;
+
+bool is_read(const std::string& verb) { return verb == "GET" || verb == "LIST" || verb == "WATCH"; }
+
+Counts delta(const Counts& before, const Counts& after) {
+  Counts d;
+  for (const auto& [key, n] : after) {
+    auto it = before.find(key);
+    const auto was = it == before.end() ? 0 : it->second;
+    if (n > was) d[key] = n - was;
+  }
+  return d;
+}
+
+std::string format(const Counts& counts) {
+  std::string out;
+  for (const auto& [key, n] : counts) out += fmt::format("  {} {}: {}\n", key.first, key.second, n);
+  return out.empty() ? "  (none)\n" : out;
+}
+
+std::uint64_t writes(const Counts& counts) {
+  std::uint64_t n = 0;
+  for (const auto& [key, count] : counts) {
+    if (!is_read(key.first)) n += count;
+  }
+  return n;
+}
+
+std::map<std::string, std::uint64_t> writes_by_verb(const Counts& counts) {
+  std::map<std::string, std::uint64_t> by_verb;
+  for (const auto& [key, count] : counts) {
+    if (!is_read(key.first)) by_verb[key.first] += count;
+  }
+  return by_verb;
+}
+
+TEST_F(ReconcilerTest, StableStacksCostNoWritesOnResyncAndANewStackOnlyAFewPerObject) {
+  auto options = controller_options(ns_);
+  options.resync_period = 1s;
+  ASSERT_NO_FATAL_FAILURE(start_controller(options));
+  ASSERT_TRUE(controller_);
+  auto& controller = controller_->controller();
+  auto& metrics = controller_->client().metrics();
+
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint64_t i = 0; i < kStableStacks; ++i) {
+    create(kStacks, fixture("tiny-stack.yaml", ns_, fmt::format("tiny-{:02}", i)));
+  }
+  auto all_ready = wait_for(
+      *client_, kStacks, ns_, "",
+      [](const Objects& o) {
+        return o.size() == kStableStacks &&
+               std::all_of(o.begin(), o.end(), [](const auto& s) { return stack_ready(s.second); });
+      },
+      kConvergeTimeout);
+  ASSERT_TRUE(all_ready) << all_ready.error();
+  std::cout << "[ writes ] " << kStableStacks << " one-member Stacks ready after "
+            << seconds_since(start) << " s\n";
+
+  // One full pass first: a write still owed from convergence is not a resync's fault.
+  auto passes = controller.stats().resyncs;
+  ASSERT_TRUE(
+      wait_until([&] { return controller.stats().resyncs >= passes + kStableStacks; }, 30s));
+  const auto before = metrics.snapshot();
+  passes = controller.stats().resyncs;
+  const auto reconciles = controller.stats().reconciles;
+  ASSERT_TRUE(wait_until(
+      [&] { return controller.stats().resyncs >= passes + kResyncPasses * kStableStacks; }, 60s))
+      << kResyncPasses << " resync passes over " << kStableStacks << " Stacks";
+  const auto stable = delta(before, metrics.snapshot());
+  std::cout << "[ writes ] " << controller.stats().resyncs - passes << " resyncs, "
+            << controller.stats().reconciles - reconciles << " reconciles of stable Stacks; "
+            << "requests:\n"
+            << format(stable);
+  EXPECT_EQ(writes(stable), 0u) << "a no-op resync issues zero writes:\n" << format(stable);
+
+  // A new 5-member Stack from scratch. The floor is 13 object writes (headless Service, 2
+  // StatefulSets, 5 member Services, 5 PVC adoptions) + the finalizer; on top come status
+  // writes (one per pass that changed it: members create_pending -> creating -> ready, at most
+  // ~3 per member) and Events (one per creation, adoption and state change). 80 leaves room for
+  // passes that interleave with the pods' progress, and still catches a hot loop or writes of
+  // unchanged objects.
+  constexpr std::uint64_t kMaxConvergeWrites = 80;
+  const auto before_new = metrics.snapshot();
+  const auto created = std::chrono::steady_clock::now();
+  create(kStacks, ring_stack(ns_, "fresh", 2, 3));
+  auto ready = wait_stack_ready(*client_, ns_, "fresh");
+  ASSERT_TRUE(ready) << ready.error();
+  std::cout << "[ writes ] 5-member Stack ready after " << seconds_since(created) << " s\n";
+  passes = controller.stats().resyncs;
+  ASSERT_TRUE(
+      wait_until([&] { return controller.stats().resyncs >= passes + kStableStacks + 1; }, 30s));
+  const auto converge = delta(before_new, metrics.snapshot());
+  std::cout << "[ writes ] converging a new 5-member Stack (2 roles, storage), requests:\n"
+            << format(converge) << "[ writes ] writes by verb:";
+  for (const auto& [verb, n] : writes_by_verb(converge)) std::cout << " " << verb << "=" << n;
+  std::cout << " total=" << writes(converge) << "\n";
+  EXPECT_LE(writes(converge), kMaxConvergeWrites) << format(converge);
+  EXPECT_EQ(writes_by_verb(converge)["DELETE"], 0u) << "nothing to delete when creating";
+}
+
+}  // namespace
+}  // namespace kstack::testenv::e2e
