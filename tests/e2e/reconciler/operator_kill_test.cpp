@@ -88,7 +88,9 @@ class OperatorKillTest : public ReconcilerTest {
     }
     if (operator_has_flag("--lease-duration")) {
       argv.insert(argv.end(),
-                  {"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms"});
+                  // Lease requests time out after (lease - renew) / 4 = 1 s: short enough to step
+                  // down in time, long enough for a loaded CI machine (250 ms was not).
+                  {"--lease-duration", "10s", "--renew-deadline", "6s", "--retry-period", "1s"});
     }
     auto child = spawn("kstack-operator", argv, log);
     ASSERT_TRUE(child) << child.error();

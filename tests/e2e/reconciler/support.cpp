@@ -81,8 +81,16 @@ tl::expected<void, std::string> install_operator_rbac() {
   static bool installed = false;
   std::lock_guard lock(mu);
   if (installed) return {};
-  auto applied = control_plane().kubectl({"apply", "-f", testdata("operator-rbac.yaml").string()});
-  if (!applied.ok()) return tl::unexpected("operator RBAC: " + applied.err);
+  // The deploy/ RBAC itself (namespace first: its Role and ServiceAccount live there), then
+  // testdata/operator-rbac.yaml binds its ClusterRole and Role to the test user.
+  const auto deploy = std::filesystem::path(KSTACK_SOURCE_DIR) / "deploy";
+  for (const auto& file :
+       {deploy / "namespace.yaml", deploy / "rbac.yaml", testdata("operator-rbac.yaml")}) {
+    auto applied = control_plane().kubectl({"apply", "-f", file.string()});
+    if (!applied.ok()) {
+      return tl::unexpected("operator RBAC: " + file.string() + ": " + applied.err);
+    }
+  }
   installed = true;
   return {};
 }

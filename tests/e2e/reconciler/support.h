@@ -50,8 +50,9 @@ boost::json::value ring_stack(const std::string& ns, const std::string& name, in
 void set_retention(boost::json::value& stack, std::string_view when_scaled,
                    std::string_view when_deleted);
 
-// Applies testdata/operator-rbac.yaml once per binary (ClusterRole + binding for
-// kOperatorUser, the operator namespace).
+// Once per binary: applies deploy/namespace.yaml and deploy/rbac.yaml (the operator's real,
+// least-privilege RBAC) and testdata/operator-rbac.yaml, which binds deploy's ClusterRole and
+// kstack-system Role `kstack-operator` to kOperatorUser.
 tl::expected<void, std::string> install_operator_rbac();
 // A client authenticated as kOperatorUser, with its own request counters.
 std::shared_ptr<kube::Client> operator_client();
