@@ -4,7 +4,6 @@
 // ownerReference to an existing Stack, with exactly the desired counts — no duplicate, no
 // orphan. Rounds: 3 by default, KSTACK_E2E_KILL_ROUNDS=20 for a longer run; the random seed
 // is printed (KSTACK_E2E_SEED replays one).
-#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -39,21 +38,6 @@ int env_int(const char* name, int fallback) {
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
 }
 
-// Whether this build's `kstack operator` knows a flag (later builds add the webhook, endpoints
-// and leader election to the process).
-bool operator_has_flag(const std::string& flag) {
-  static const std::string help = [] {
-    auto r = run_command({KSTACK_BINARY, "operator", "--help"});
-    return r ? r->out + r->err : std::string();
-  }();
-  for (auto at = help.find(flag); at != std::string::npos; at = help.find(flag, at + 1)) {
-    const auto end = at + flag.size();
-    const char next = end < help.size() ? help[end] : ' ';
-    if (std::isalnum(static_cast<unsigned char>(next)) == 0 && next != '-') return true;
-  }
-  return false;
-}
-
 class OperatorKillTest : public ReconcilerTest {
  protected:
   void TearDown() override {
@@ -81,17 +65,12 @@ class OperatorKillTest : public ReconcilerTest {
     // Only the controller is under test: no admission webhook (its TLS Secret and webhook
     // configurations need more than the test RBAC) and no fixed ports that parallel test
     // binaries would fight over. Leader election stays on, with a short lease, so each restart
-    // also takes over the Lease of a SIGKILLed leader.
-    if (operator_has_flag("--no-webhook")) argv.emplace_back("--no-webhook");
-    for (const char* port : {"--metrics-port", "--probe-port"}) {
-      if (operator_has_flag(port)) argv.insert(argv.end(), {port, "0"});
-    }
-    if (operator_has_flag("--lease-duration")) {
-      argv.insert(argv.end(),
-                  // Lease requests time out after (lease - renew) / 4 = 1 s: short enough to step
-                  // down in time, long enough for a loaded CI machine (250 ms was not).
-                  {"--lease-duration", "10s", "--renew-deadline", "6s", "--retry-period", "1s"});
-    }
+    // also takes over the Lease of a SIGKILLed leader. Lease requests time out after
+    // (lease - renew) / 4 = 1 s: short enough to step down in time, long enough for a loaded
+    // CI machine (250 ms was not).
+    argv.insert(argv.end(), {"--no-webhook", "--metrics-port", "0", "--probe-port", "0",
+                             "--lease-duration", "10s", "--renew-deadline", "6s",
+                             "--retry-period", "1s"});
     auto child = spawn("kstack-operator", argv, log);
     ASSERT_TRUE(child) << child.error();
     running_ = std::move(*child);
