@@ -32,6 +32,9 @@ inline constexpr std::string_view kDefaultOperatorNamespace = "kstack-system";
 // Finalizer the operator puts on Stacks; label/annotation prefix it owns.
 inline constexpr std::string_view kCleanupFinalizer = "kstack.io/cleanup";
 inline constexpr std::string_view kOwnedPrefix = "kstack.io/";
+// Annotation on a claim kstack let go of for a retention policy (value: whenScaled or
+// whenDeleted): such a claim is never deleted and only re-adopted by a member of that name.
+inline constexpr std::string_view kRetainedAnnotation = "kstack.io/retained";
 
 // spec.appCatalog values.
 inline constexpr std::string_view kCatalogLocal = "local";

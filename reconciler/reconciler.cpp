@@ -73,15 +73,39 @@ bool has_finalizer(const catalog::Stack& stack) {
   return std::find(f.begin(), f.end(), catalog::kCleanupFinalizer) != f.end();
 }
 
-// The PVC metadata kstack applies to adopt a member's claim (or, without the ownerReference,
-// to let go of a retained one).
+// The PVC metadata kstack applies to adopt a member's claim, or, without the ownerReference and
+// with `retained` (the policy) as kstack.io/retained, to let go of a retained one. kstack owns
+// the annotation through server-side apply, so a later adoption (no annotation) removes it.
 json::value pvc_claim(const json::value& live, const json::object& labels,
-                      const json::object* owner) {
+                      const json::object* owner, std::string_view retained = {}) {
   json::object md{{"name", str_at(live, "/metadata/name")},
                   {"namespace", str_at(live, "/metadata/namespace")},
                   {"labels", labels}};
   if (owner != nullptr) md["ownerReferences"] = json::array{*owner};
+  if (!retained.empty()) {
+    md["annotations"] = json::object{{catalog::kRetainedAnnotation, retained}};
+  }
   return json::object{{"apiVersion", "v1"}, {"kind", "PersistentVolumeClaim"}, {"metadata", md}};
+}
+
+// Whether a claim of this Stack (found through its labels) is kstack's to delete or retain: it
+// names the Stack as its owner, or it is one the StatefulSet controller made for a member that
+// kstack never adopted (the operator stopped in between): no controller, not marked retained,
+// and made no earlier than the Stack. A claim kstack let go of carries kstack.io/retained; one
+// retained from an earlier Stack of the same name is also older than this Stack. Anything in
+// doubt is kept: it holds data.
+bool claim_of(const json::value& pvc, const json::value& stack, std::string_view uid) {
+  if (owned_by(pvc, uid)) return true;
+  if (!controller_uid(pvc).empty()) return false;
+  const auto* annotations = at(pvc, "/metadata/annotations");
+  if (annotations != nullptr && annotations->is_object() &&
+      annotations->as_object().contains(catalog::kRetainedAnnotation)) {
+    return false;
+  }
+  // RFC 3339 in UTC with whole seconds, as the API server writes them: ordered as strings.
+  const auto made = str_at(pvc, "/metadata/creationTimestamp");
+  const auto stack_made = str_at(stack, "/metadata/creationTimestamp");
+  return !made.empty() && !stack_made.empty() && made >= stack_made;
 }
 
 // Retry quickly on conflicts (stale cache) and transient errors; give up on the rest.
@@ -537,20 +561,9 @@ WorkResult Reconciler::run(Pass& pass) {
       pass.waiting = true;
       continue;
     }
-    if (!owned_by(*pvc, uid)) continue;
+    if (!claim_of(*pvc, *pass.object, uid)) continue;
     if (retain_scaled) {
-      json::object labels;
-      if (const auto* l = at(*pvc, "/metadata/labels"); l && l->is_object())
-        labels = l->as_object();
-      auto kept = executor_.force_apply(kube::resources::kPersistentVolumeClaims,
-                                        pvc_claim(*pvc, labels, nullptr));
-      if (kept) {
-        remember(caches_.owned.pvcs, std::move(*kept));
-        executor_.event(*pass.object, "Normal", "Retained", "Scale",
-                        fmt::format("PVC {} kept (whenScaled: Retain)", name));
-      } else if (!pass.failure) {
-        pass.failure = result_for(kept.error(), kept.error().message);
-      }
+      retain(pass, pvc, "whenScaled");
     } else {
       remove(pass, kube::resources::kPersistentVolumeClaims, pvc, "its member was removed");
     }
@@ -729,11 +742,26 @@ WorkResult Reconciler::write_status(Pass& pass, WorkResult result) {
   return result;
 }
 
+bool Reconciler::retain(Pass& pass, const informer::ObjectPtr& pvc, std::string_view policy) {
+  json::object labels;
+  if (const auto* l = at(*pvc, "/metadata/labels"); l && l->is_object()) labels = l->as_object();
+  auto kept = executor_.force_apply(kube::resources::kPersistentVolumeClaims,
+                                    pvc_claim(*pvc, labels, nullptr, policy));
+  if (!kept) {
+    if (!pass.failure) pass.failure = result_for(kept.error(), kept.error().message);
+    return false;
+  }
+  remember(caches_.owned.pvcs, std::move(*kept));
+  executor_.event(*pass.object, "Normal", "Retained", policy == "whenScaled" ? "Scale" : "Delete",
+                  fmt::format("PVC {} kept ({}: Retain)", str_at(*pvc, "/metadata/name"), policy));
+  return true;
+}
+
 WorkResult Reconciler::finalize(Pass& pass) {
   if (!has_finalizer(pass.stack)) return WorkResult::success();
   const auto observed = observer_.observe(pass.ns(), pass.stack.metadata.name);
   const auto& uid = pass.stack.metadata.uid;
-  const bool retain =
+  const bool retain_deleted =
       pass.stack.spec.pvc_retention.when_deleted.value_or("") == catalog::kRetentionRetain;
   bool remaining = false;
   for (const auto& [name, sts] : observed.stateful_sets) {
@@ -752,20 +780,9 @@ WorkResult Reconciler::finalize(Pass& pass) {
     remaining = true;  // the garbage collector removes them with their StatefulSet
   }
   for (const auto& [name, pvc] : observed.pvcs) {
-    if (!owned_by(*pvc, uid)) continue;
-    if (retain) {
-      json::object labels;
-      if (const auto* l = at(*pvc, "/metadata/labels"); l && l->is_object())
-        labels = l->as_object();
-      auto kept = executor_.force_apply(kube::resources::kPersistentVolumeClaims,
-                                        pvc_claim(*pvc, labels, nullptr));
-      if (!kept) {
-        if (!pass.failure) pass.failure = result_for(kept.error(), kept.error().message);
-        continue;
-      }
-      remember(caches_.owned.pvcs, std::move(*kept));
-      executor_.event(*pass.object, "Normal", "Retained", "Delete",
-                      fmt::format("PVC {} kept (whenDeleted: Retain)", name));
+    if (!claim_of(*pvc, *pass.object, uid)) continue;
+    if (retain_deleted) {
+      retain(pass, pvc, "whenDeleted");
       continue;
     }
     remaining = true;

@@ -93,6 +93,9 @@ class Reconciler {
   bool remove(Pass& pass, const kube::ResourceType& type, const informer::ObjectPtr& live,
               std::string_view why);
   void remember(informer::Store* store, boost::json::value object);
+  // Lets go of a claim for a retention policy: drops kstack's ownerReference and marks it
+  // retained (catalog::kRetainedAnnotation = `policy`). False when the write failed.
+  bool retain(Pass& pass, const informer::ObjectPtr& pvc, std::string_view policy);
 
   Caches caches_;
   executor::Executor& executor_;
