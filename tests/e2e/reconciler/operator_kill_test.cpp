@@ -2,7 +2,7 @@
 // random moments while ten Stacks converge and scale, and restarted each time: in the end
 // every Stack is Ready and every object kstack manages has exactly one controller
 // ownerReference to an existing Stack, with exactly the desired counts — no duplicate, no
-// orphan. Rounds: 3 by default, KSTACK_E2E_KILL_ROUNDS=20 for a longer run; the random seed
+// orphan. Rounds: 20 by default (about a minute), KSTACK_E2E_KILL_ROUNDS=N for more; the seed
 // is printed (KSTACK_E2E_SEED replays one).
 #include <cstdlib>
 #include <iostream>
@@ -94,7 +94,7 @@ std::string stack_name(int i) { return fmt::format("k{:02}", i); }
 
 TEST_F(OperatorKillTest, KilledAtRandomMomentsItStillConvergesWithoutDuplicatesOrOrphans) {
   ASSERT_TRUE(install_operator_rbac());
-  const int rounds = env_int("KSTACK_E2E_KILL_ROUNDS", 3);
+  const int rounds = env_int("KSTACK_E2E_KILL_ROUNDS", 20);
   unsigned seed = std::random_device{}();
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread of this test starts
   if (const char* replay = std::getenv("KSTACK_E2E_SEED"); replay != nullptr && *replay != '\0') {
