@@ -16,6 +16,21 @@ bool quantity_context(std::string_view key) {
   return key == "requests" || key == "limits" || key == "storage" || key == "capacity";
 }
 
+// Keys whose maps are label selectors: compared exactly, since a key another manager adds
+// narrows what the selector matches (a Service that selects no pod, pods that fit no node).
+// Server-side apply cannot drop such a key, so the executor replaces the map whole.
+bool exact_context(std::string_view key) {
+  return key == "selector" || key == "matchLabels" || key == "nodeSelector";
+}
+
+// The first key of `live` that `desired` lacks, for an exact map.
+std::optional<std::string_view> extra_key(const json::object& live, const json::object& desired) {
+  for (const auto& entry : live) {
+    if (!desired.contains(entry.key())) return entry.key();
+  }
+  return std::nullopt;
+}
+
 bool scalar_equal(const json::value& live, const json::value& desired, bool quantities) {
   if (quantities && live.is_string() && desired.is_string()) {
     auto a = catalog::Quantity::parse(live.get_string());
@@ -32,11 +47,17 @@ bool scalar_equal(const json::value& live, const json::value& desired, bool quan
   return live == desired;
 }
 
-// Returns the first differing path, or nullopt when `live` covers `desired`.
+// Returns the first differing path, or nullopt when `live` covers `desired`. `exact`: `live`
+// may not have keys `desired` lacks (a selector map).
 std::optional<std::string> diff(const json::value& live, const json::value& desired,
-                                const std::string& path, bool quantities) {
+                                const std::string& path, bool quantities, bool exact = false) {
   if (desired.is_object()) {
     if (!live.is_object()) return path.empty() ? "/" : path;
+    if (exact) {
+      if (const auto k = extra_key(live.get_object(), desired.get_object())) {
+        return path + "/" + std::string(*k);
+      }
+    }
     for (const auto& [k, v] : desired.get_object()) {
       const auto* l = live.get_object().if_contains(k);
       std::string child = path + "/" + std::string(k);
@@ -47,7 +68,9 @@ std::optional<std::string> diff(const json::value& live, const json::value& desi
         }
         return child;
       }
-      if (auto d = diff(*l, v, child, quantities || quantity_context(k))) return d;
+      if (auto d = diff(*l, v, child, quantities || quantity_context(k), exact_context(k))) {
+        return d;
+      }
     }
     return std::nullopt;
   }
@@ -80,13 +103,17 @@ std::string escape_token(std::string_view key) {
   return out;
 }
 
-// Like diff(), but returns the (escaped) pointer of the innermost list that holds the first
-// difference: "" when the first difference is not inside a list, nullopt when covered.
+// Like diff(), but returns the (escaped) pointer of the innermost list or exact map that holds
+// the first difference: "" when the first difference is inside neither, nullopt when covered.
 std::optional<std::string> diff_list(const json::value& live, const json::value& desired,
-                                     const std::string& pointer, const std::string& list,
-                                     bool quantities) {
+                                     const std::string& pointer, std::string list,
+                                     bool quantities, bool exact = false) {
   if (desired.is_object()) {
     if (!live.is_object()) return list;
+    if (exact) {
+      list = pointer;  // the map is replaced whole
+      if (extra_key(live.get_object(), desired.get_object())) return list;
+    }
     for (const auto& [k, v] : desired.get_object()) {
       const auto* l = live.get_object().if_contains(k);
       if (l == nullptr) {
@@ -96,7 +123,7 @@ std::optional<std::string> diff_list(const json::value& live, const json::value&
         return list;
       }
       if (auto d = diff_list(*l, v, pointer + "/" + escape_token(k), list,
-                             quantities || quantity_context(k))) {
+                             quantities || quantity_context(k), exact_context(k))) {
         return d;
       }
     }

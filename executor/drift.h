@@ -13,17 +13,20 @@
 namespace kstack::executor {
 
 // True when every field of `desired` is present in `live` with an equal value: objects
-// recursively (extra live keys ignored), arrays element by element with the same length,
-// scalars equal — and strings under `resources`/`storage` keys compared as quantities.
+// recursively (extra live keys ignored, except in label-selector maps — `selector`,
+// `matchLabels`, `nodeSelector` — where an extra key changes what is selected), arrays element
+// by element with the same length, scalars equal — and strings under `resources`/`storage`
+// keys compared as quantities.
 bool covers(const boost::json::value& live, const boost::json::value& desired);
 
 // The first path where `live` does not cover `desired` ("" when it does), for logs/events.
 std::string first_difference(const boost::json::value& live, const boost::json::value& desired);
 
-// The RFC 6901 pointer of the innermost list holding the first difference ("" when that
-// difference is not inside a list; nullopt when `live` covers `desired`). Server-side apply
-// cannot take entries another field manager added to a list kstack sets (an env var, a port
-// edited by kubectl); the executor replaces such a list as a whole.
+// The RFC 6901 pointer of the innermost list or selector map holding the first difference
+// ("" when that difference is inside neither; nullopt when `live` covers `desired`).
+// Server-side apply cannot take entries another field manager added to a list kstack sets (an
+// env var, a port edited by kubectl) or keys added to a selector; the executor replaces such a
+// list or map as a whole.
 std::optional<std::string> differing_list(const boost::json::value& live,
                                           const boost::json::value& desired);
 

@@ -187,6 +187,25 @@ TEST_F(DriftTest, ADeletedHeadlessServiceIsRecreated) {
   expect_settled();
 }
 
+TEST_F(DriftTest, AnEditedHeadlessServiceIsRestored) {
+  const auto old = get(kServices, kStack);
+  ASSERT_EQ(at_or_null(old, "/spec/publishNotReadyAddresses"), json::value(true));
+  ASSERT_TRUE(at_or_null(old, "/spec/selector").is_object()) << json::serialize(old);
+  ASSERT_NO_FATAL_FAILURE(json_patch(kServices, kStack, R"([
+      {"op":"replace","path":"/spec/publishNotReadyAddresses","value":false},
+      {"op":"replace","path":"/spec/selector","value":{"app":"somebody-else"}}])"));
+  const auto start = std::chrono::steady_clock::now();
+  expect_repaired(
+      "headless Service edited", kServices, kStack,
+      [&](const json::value& s) {
+        return str_at(s, "/metadata/uid") == str_at(old, "/metadata/uid") &&
+               at_or_null(s, "/spec/publishNotReadyAddresses") == json::value(true) &&
+               at_or_null(s, "/spec/selector") == at_or_null(old, "/spec/selector");
+      },
+      start);
+  expect_settled();
+}
+
 TEST_F(DriftTest, ADeletedMemberServiceIsRecreated) {
   const auto old = get(kServices, "drift-worker-1");
   ASSERT_TRUE(client_->remove(kServices, ns_, "drift-worker-1"));
