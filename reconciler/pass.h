@@ -26,6 +26,14 @@ struct Reconciler::Pass {
   std::optional<informer::WorkResult> failure;  // the first failed write
   bool waiting = false;
   bool scaling = false;  // some role's replicas move this pass (spec change or hold released)
+  // What this pass created, adopted, scaled, updated, repaired or deleted; posted as one Event
+  // per reason when the pass ends (Reconciler::post_object_events).
+  struct ObjectEvent {
+    std::string reason;
+    std::string action;
+    std::string note;
+  };
+  std::vector<ObjectEvent> object_events;
   // Notifications whose outcome was consumed this pass; forgotten once status is written.
   std::vector<std::pair<executor::MemberTarget, std::vector<std::string>>>
       delivered;  // something converges outside this pass: poll again

@@ -215,7 +215,7 @@ bool Reconciler::apply(Pass& pass, const kube::ResourceType& type, const json::v
                           : fmt::format("{} {} restored to its desired state ({})", type.kind, name,
                                         live ? executor::first_difference(*live, desired) : "");
   spdlog::info("stack {}/{}: {}", pass.ns(), pass.stack.metadata.name, note);
-  executor_.event(*pass.object, "Normal", reason, created ? "Create" : "Update", note);
+  pass.object_events.push_back({reason, created ? "Create" : "Update", std::move(note)});
   return true;
 }
 
@@ -234,7 +234,7 @@ bool Reconciler::remove(Pass& pass, const kube::ResourceType& type, const Object
   if (*change == executor::Change::kDeleted) {
     const auto note = fmt::format("{} {} deleted: {}", type.kind, name, why);
     spdlog::info("stack {}/{}: {}", pass.ns(), pass.stack.metadata.name, note);
-    executor_.event(*pass.object, "Normal", "Deleted", "Delete", note);
+    pass.object_events.push_back({"Deleted", "Delete", note});
   }
   return true;
 }
@@ -255,7 +255,11 @@ WorkResult Reconciler::reconcile(const std::string& key) {
   pass.now = rfc3339_now();
   pass.spec_changed = pass.old_status.observed_generation != pass.stack.metadata.generation;
 
-  if (pass.stack.metadata.deleting) return finalize(pass);
+  if (pass.stack.metadata.deleting) {
+    auto result = finalize(pass);
+    post_object_events(pass);
+    return result;
+  }
 
   if (!has_finalizer(pass.stack)) {
     // The finalizer goes on first, so that a Stack deleted from here on is cleaned up by kstack
@@ -275,7 +279,33 @@ WorkResult Reconciler::reconcile(const std::string& key) {
     catalog::FieldErrors ignored;
     pass.stack = catalog::decode_stack(*pass.object, ignored);
   }
-  return run(pass);
+  auto result = run(pass);
+  post_object_events(pass);
+  return result;
+}
+
+void Reconciler::post_object_events(Pass& pass) {
+  // events.k8s.io/v1 caps a note at 1 KiB; the executor cuts longer ones, so split first.
+  constexpr std::size_t kMaxNote = 1000;
+  std::vector<bool> posted(pass.object_events.size(), false);
+  for (std::size_t i = 0; i < pass.object_events.size(); ++i) {
+    if (posted[i]) continue;
+    const auto& first = pass.object_events[i];
+    std::string note;
+    auto flush = [&] {
+      if (!note.empty()) executor_.event(*pass.object, "Normal", first.reason, first.action, note);
+      note.clear();
+    };
+    for (std::size_t j = i; j < pass.object_events.size(); ++j) {
+      const auto& e = pass.object_events[j];
+      if (posted[j] || e.reason != first.reason || e.action != first.action) continue;
+      posted[j] = true;
+      if (!note.empty() && note.size() + 2 + e.note.size() > kMaxNote) flush();
+      note += note.empty() ? e.note : "; " + e.note;
+    }
+    flush();
+  }
+  pass.object_events.clear();
 }
 
 WorkResult Reconciler::run(Pass& pass) {

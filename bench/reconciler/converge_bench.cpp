@@ -23,9 +23,10 @@ using namespace kstack;
 using bench::Run;
 using bench::Settings;
 
-// ClusterIP Services one run may hold: the test control plane's service range is 10.0.0.0/24
-// (tests/testenv/control_plane.cpp), 253 addresses, one of them the `kubernetes` Service.
-constexpr int kServiceCapacity = 250;
+// ClusterIP Services one run may hold: the test control plane's service range is 10.0.0.0/16
+// (tests/testenv/control_plane.cpp), 65,534 addresses, one of them the `kubernetes` Service;
+// the other run's Services may still be releasing theirs.
+constexpr int kServiceCapacity = 30000;
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;

@@ -36,7 +36,8 @@ constexpr const char* kWorkDirPrefix = "kstack-testenv-";
 constexpr const char* kOwnerFile = "owner.pid";  // lets a later start() sweep crashed runs
 constexpr const char* kClusterName = "kstack-testenv";
 constexpr const char* kServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local";
-constexpr const char* kServiceClusterIpRange = "10.0.0.0/24";
+// A /16: room for the member Services of benchmark-sized runs (hundreds of Stacks).
+constexpr const char* kServiceClusterIpRange = "10.0.0.0/16";
 
 bool keep_work_dir() {
   const char* keep = std::getenv("KSTACK_TESTENV_KEEP");  // NOLINT(concurrency-mt-unsafe)

@@ -20,7 +20,7 @@ struct Pki {
 };
 
 // Names the apiserver answers to: loopback, and the in-cluster names/ClusterIP of the
-// `kubernetes` Service (first address of --service-cluster-ip-range=10.0.0.0/24).
+// `kubernetes` Service (first address of --service-cluster-ip-range=10.0.0.0/16).
 inline constexpr const char* kServingSans =
     "IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
     "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.0.0.1";

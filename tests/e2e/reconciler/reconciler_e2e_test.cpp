@@ -194,6 +194,23 @@ TEST_F(ReconcilerTest, AStackOfTwoRolesConvergesToReadyWithExactlyTheObjectsOfSp
   auto pods = list_objects(*client_, kPods, ns_, stack_selector("ring"));
   EXPECT_EQ(pods.size(), 5u);
   for (const auto& [name, pod] : pods) EXPECT_TRUE(running_and_ready(pod)) << name;
+
+  // Events on the Stack name every object kstack created and every claim it adopted, a pass's
+  // objects batched into one Event per reason.
+  std::vector<std::string> made = {"StatefulSet ring-controller created",
+                                   "StatefulSet ring-worker created"};
+  for (const auto& name : expected_services) made.push_back("Service " + name + " created");
+  std::vector<std::string> adopted;
+  for (const auto& name : expected_claims) {
+    adopted.push_back("PersistentVolumeClaim " + name + " adopted (owned by the Stack from now on)");
+  }
+  auto created_events = wait_for_event_items(*client_, ns_, uid, "Created", made, 30s);
+  ASSERT_TRUE(created_events) << created_events.error();
+  EXPECT_EQ(created_events->items.size(), made.size()) << "each object created once";
+  EXPECT_LT(created_events->events, made.size()) << "one Event per pass, not per object";
+  auto adopted_events = wait_for_event_items(*client_, ns_, uid, "Adopted", adopted, 30s);
+  ASSERT_TRUE(adopted_events) << adopted_events.error();
+  EXPECT_EQ(adopted_events->items.size(), adopted.size()) << "each claim adopted once";
 }
 
 // Scale a role 3 -> 5 -> 2 and watch every member's state on the way.
@@ -269,6 +286,22 @@ TEST_F(ReconcilerTest, ScalingARoleWalksMembersThroughTheirStatesAndDeletesTheir
   EXPECT_EQ(claims_of(*client_, ns_, "scale"),
             (std::vector<std::string>{"data-scale-controller-0", "data-scale-controller-1",
                                       "data-scale-worker-0", "data-scale-worker-1"}));
+
+  // Events on the Stack: each scale of the StatefulSet, each removed member's Service and claim.
+  const auto uid = str_at(*stack, "/metadata/uid");
+  auto scaled = wait_for_event_items(
+      *client_, ns_, uid, "Scaled",
+      {"StatefulSet scale-worker replicas 3 -> 5", "StatefulSet scale-worker replicas 5 -> 2"}, 30s);
+  EXPECT_TRUE(scaled) << scaled.error();
+  std::vector<std::string> deleted;
+  for (int i = 2; i < 5; ++i) {
+    deleted.push_back(fmt::format(
+        "Service scale-worker-{} deleted: its member is no longer in the Stack", i));
+    deleted.push_back(fmt::format(
+        "PersistentVolumeClaim data-scale-worker-{} deleted: its member was removed", i));
+  }
+  auto gone = wait_for_event_items(*client_, ns_, uid, "Deleted", deleted, 30s);
+  EXPECT_TRUE(gone) << gone.error();
 }
 
 TEST_F(ReconcilerTest, ScalingDownWithWhenScaledRetainKeepsThePvcsWithoutTheStacksOwnerReference) {

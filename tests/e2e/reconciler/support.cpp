@@ -43,6 +43,46 @@ std::string read_file(const std::filesystem::path& path) {
 
 }  // namespace
 
+bool EventItems::has(std::string_view item) const {
+  return std::find(items.begin(), items.end(), item) != items.end();
+}
+
+EventItems event_items(const Objects& events, std::string_view uid, std::string_view reason) {
+  EventItems out;
+  for (const auto& [name, e] : events) {
+    (void)name;
+    if (str_at(e, "/regarding/uid") != uid || str_at(e, "/reason") != reason) continue;
+    ++out.events;
+    const auto note = str_at(e, "/note");
+    for (std::size_t from = 0; from <= note.size();) {
+      const auto to = std::min(note.find("; ", from), note.size());
+      out.items.push_back(note.substr(from, to - from));
+      from = to + 2;
+    }
+  }
+  return out;
+}
+
+tl::expected<EventItems, std::string> wait_for_event_items(kube::Client& client,
+                                                           const std::string& ns,
+                                                           std::string_view uid,
+                                                           std::string_view reason,
+                                                           const std::vector<std::string>& items,
+                                                           std::chrono::seconds timeout) {
+  auto holds = [&](const Objects& events) {
+    const auto found = event_items(events, uid, reason);
+    return std::all_of(items.begin(), items.end(),
+                       [&](const std::string& item) { return found.has(item); });
+  };
+  auto events = wait_for(client, kube::resources::kEvents, ns, "", holds, timeout);
+  if (!events) {
+    const auto seen = event_items(list_objects(client, kube::resources::kEvents, ns), uid, reason);
+    return tl::unexpected(fmt::format("{}; {} Events seen: {}", events.error(), reason,
+                                      fmt::join(seen.items, " | ")));
+  }
+  return event_items(*events, uid, reason);
+}
+
 std::filesystem::path testdata(std::string_view file) {
   return std::filesystem::path(KSTACK_SOURCE_DIR) / "tests" / "e2e" / "reconciler" / "testdata" /
          std::string(file);

@@ -101,9 +101,9 @@ TEST_F(ReconcilerTest, StableStacksCostNoWritesOnResyncAndANewStackOnlyAFewPerOb
   // A new 5-member Stack from scratch. The floor is 13 object writes (headless Service, 2
   // StatefulSets, 5 member Services, 5 PVC adoptions) + the finalizer; on top come status
   // writes (one per pass that changed it: members create_pending -> creating -> ready, at most
-  // ~3 per member) and Events (one per creation, adoption and state change). 80 leaves room for
-  // passes that interleave with the pods' progress, and still catches a hot loop or writes of
-  // unchanged objects.
+  // ~3 per member) and Events (one per reason per pass: creations, adoptions, state changes).
+  // 80 leaves room for passes that interleave with the pods' progress, and still catches a hot
+  // loop or writes of unchanged objects.
   constexpr std::uint64_t kMaxConvergeWrites = 80;
   const auto before_new = metrics.snapshot();
   const auto created = std::chrono::steady_clock::now();
