@@ -3,6 +3,7 @@
 #include <mutex>
 #include <string_view>
 
+#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -14,6 +15,21 @@
 
 namespace kstack::reconciler {
 namespace {
+
+// Whether an update changed nothing but the object's status: the same generation (a spec
+// change moves it), labels, ownerReferences and deletion timestamp.
+bool status_only_change(const boost::json::value& old, const boost::json::value& now) {
+  static constexpr std::string_view kPointers[] = {
+      "/metadata/generation", "/metadata/labels", "/metadata/ownerReferences",
+      "/metadata/deletionTimestamp"};
+  for (const auto pointer : kPointers) {
+    boost::system::error_code e1, e2;
+    const auto* a = old.find_pointer(pointer, e1);
+    const auto* b = now.find_pointer(pointer, e2);
+    if ((a == nullptr) != (b == nullptr) || (a != nullptr && *a != *b)) return false;
+  }
+  return true;
+}
 
 informer::ReflectorOptions watch(const kube::ResourceType& type, std::string ns,
                                  std::string label_selector = {}, std::string field_selector = {}) {
@@ -134,9 +150,37 @@ kube::Result<void> Controller::start() {
   on_owned.on_delete = [enqueue](const informer::ObjectPtr& o, bool) {
     enqueue(Reconciler::stacks_for_owned(*o));
   };
-  for (auto* inf : {s.sets.get(), s.services.get(), s.pvcs.get(), s.pods.get()}) {
-    inf->add_handler(on_owned);
-  }
+  for (auto* inf : {s.services.get(), s.pvcs.get()}) inf->add_handler(on_owned);
+
+  // Pods and the StatefulSets' status: coalesced (ControllerOptions::coalesce).
+  const auto coalesce = std::chrono::duration_cast<std::chrono::nanoseconds>(opts.coalesce);
+  auto enqueue_soon = [queue, coalesce](const std::vector<std::string>& keys) {
+    for (const auto& k : keys) queue->add_after(k, coalesce);
+  };
+  informer::EventHandler on_pod;
+  on_pod.on_add = [enqueue_soon](const informer::ObjectPtr& o) {
+    enqueue_soon(Reconciler::stacks_for_owned(*o));
+  };
+  on_pod.on_update = [enqueue_soon](const informer::ObjectPtr& old, const informer::ObjectPtr& o) {
+    enqueue_soon(Reconciler::stacks_for_owned(*o));
+    if (old) enqueue_soon(Reconciler::stacks_for_owned(*old));
+  };
+  on_pod.on_delete = [enqueue_soon](const informer::ObjectPtr& o, bool) {
+    enqueue_soon(Reconciler::stacks_for_owned(*o));
+  };
+  s.pods->add_handler(on_pod);
+
+  informer::EventHandler on_set = on_owned;
+  on_set.on_update = [enqueue, enqueue_soon](const informer::ObjectPtr& old,
+                                             const informer::ObjectPtr& o) {
+    if (old && status_only_change(*old, *o)) {
+      enqueue_soon(Reconciler::stacks_for_owned(*o));
+      return;
+    }
+    enqueue(Reconciler::stacks_for_owned(*o));
+    if (old) enqueue(Reconciler::stacks_for_owned(*old));
+  };
+  s.sets->add_handler(on_set);
 
   informer::EventHandler on_app;
   on_app.on_add = [enqueue, rec](const informer::ObjectPtr& o) {

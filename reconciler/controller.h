@@ -38,6 +38,11 @@ struct ControllerOptions {
   // While members are still converging the Stack is looked at again after this long, even if
   // no watch event arrives (watch events normally come first).
   std::chrono::milliseconds poll_interval{2000};
+  // Pod events and status-only StatefulSet updates make their Stack due after this long (or
+  // sooner, if it already is): while members start, their transitions come in bursts, and one
+  // pass (one status write) per burst does what one per event would. Drift — a changed spec,
+  // label or owner, a Service or claim — is reconciled at once. 0: every event at once.
+  std::chrono::milliseconds coalesce{250};
   std::chrono::milliseconds sync_timeout{60 * 1000};
   executor::ExecutorOptions executor;
   executor::SetupOptions setup;
