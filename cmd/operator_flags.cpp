@@ -117,6 +117,12 @@ CLI::App* add_operator_command(CLI::App& app, OperatorOptions& o) {
                    "Re-check delay while members converge")
       ->check(CLI::Range(10, 600000))
       ->envname("KSTACK_POLL_INTERVAL_MS");
+  controller
+      ->add_option("--coalesce-ms", o.coalesce_ms,
+                   "Pod and StatefulSet-status events wait this long before their Stack's pass, "
+                   "so a burst of member transitions is one pass (0: no wait; drift never waits)")
+      ->check(CLI::Range(0, 10000))
+      ->envname("KSTACK_COALESCE_MS");
 
   auto* endpoints = cmd->add_option_group("Endpoints");
   endpoints

@@ -55,13 +55,14 @@ TEST(OperatorFlags, DefaultsFollowTheSpec) {
   EXPECT_EQ(p.options.resync_period, 5min);
   EXPECT_EQ(p.options.lease_duration, 15s);
   EXPECT_EQ(p.options.log_format, "auto");
+  EXPECT_EQ(p.options.coalesce_ms, 250);
 }
 
 TEST(OperatorFlags, FlagsOverrideAndBooleansTakeFalse) {
   const auto p =
       parse({"--webhook=false", "--leader-elect=false", "--resync-period=90", "--lease-duration=4s",
              "--renew-deadline=3s", "--retry-period=500ms", "--webhook-url-host=127.0.0.1",
-             "--webhook-url-host=::1", "--metrics-port=0"});
+             "--webhook-url-host=::1", "--metrics-port=0", "--coalesce-ms=0"});
   ASSERT_EQ(p.error, "");
   EXPECT_FALSE(p.options.webhook);
   EXPECT_FALSE(p.options.leader_elect);
@@ -69,6 +70,7 @@ TEST(OperatorFlags, FlagsOverrideAndBooleansTakeFalse) {
   EXPECT_EQ(p.options.retry_period, 500ms);
   EXPECT_EQ(p.options.webhook_url_hosts, (std::vector<std::string>{"127.0.0.1", "::1"}));
   EXPECT_EQ(p.options.metrics_port, 0);
+  EXPECT_EQ(p.options.coalesce_ms, 0);
 }
 
 TEST(OperatorFlags, EnvironmentVariablesAreTheFallback) {
@@ -92,6 +94,7 @@ TEST(OperatorFlags, InconsistentLeaseTimingsAndBadValuesAreRefused) {
   EXPECT_NE(parse({"--retry-period=12s"}).error, "");
   EXPECT_NE(parse({"--resync-period=soon"}).error, "");
   EXPECT_NE(parse({"--log-format=xml"}).error, "");
+  EXPECT_NE(parse({"--coalesce-ms=-1"}).error, "");
 }
 
 }  // namespace
