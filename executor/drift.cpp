@@ -106,8 +106,8 @@ std::string escape_token(std::string_view key) {
 // Like diff(), but returns the (escaped) pointer of the innermost list or exact map that holds
 // the first difference: "" when the first difference is inside neither, nullopt when covered.
 std::optional<std::string> diff_list(const json::value& live, const json::value& desired,
-                                     const std::string& pointer, std::string list,
-                                     bool quantities, bool exact = false) {
+                                     const std::string& pointer, std::string list, bool quantities,
+                                     bool exact = false) {
   if (desired.is_object()) {
     if (!live.is_object()) return list;
     if (exact) {

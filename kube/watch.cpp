@@ -48,9 +48,8 @@ Result<void> WatchDecoder::feed(std::string_view bytes, std::vector<WatchEvent>&
     std::size_t size = in_value_bytes_ + used;
     if (done) {
       std::size_t trailing = 0;
-      while (trailing < consumed.size() &&
-             std::isspace(static_cast<unsigned char>(consumed[consumed.size() - 1 - trailing])) !=
-                 0) {
+      while (trailing < consumed.size() && std::isspace(static_cast<unsigned char>(
+                                               consumed[consumed.size() - 1 - trailing])) != 0) {
         ++trailing;
       }
       size -= trailing;

@@ -19,9 +19,9 @@ namespace {
 // Whether an update changed nothing but the object's status: the same generation (a spec
 // change moves it), labels, ownerReferences and deletion timestamp.
 bool status_only_change(const boost::json::value& old, const boost::json::value& now) {
-  static constexpr std::string_view kPointers[] = {
-      "/metadata/generation", "/metadata/labels", "/metadata/ownerReferences",
-      "/metadata/deletionTimestamp"};
+  static constexpr std::string_view kPointers[] = {"/metadata/generation", "/metadata/labels",
+                                                   "/metadata/ownerReferences",
+                                                   "/metadata/deletionTimestamp"};
   for (const auto pointer : kPointers) {
     boost::system::error_code e1, e2;
     const auto* a = old.find_pointer(pointer, e1);

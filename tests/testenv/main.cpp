@@ -84,12 +84,11 @@ int run_up(const UpArgs& args) {
   for (const auto& spec : args.users) options.users.push_back(parse_user(spec));
   // CRDs must exist before the controller-manager starts: its garbage collector only learns
   // resource types created later at its next discovery resync (~30 s).
-  options.before_controller_manager =
-      [&args](ControlPlane& cp) -> tl::expected<void, std::string> {
+  options.before_controller_manager = [&args](ControlPlane& cp) -> tl::expected<void, std::string> {
     for (const auto& path : args.apply) {
-      const bool kustomize = std::filesystem::is_directory(path) &&
-                             std::filesystem::exists(std::filesystem::path(path) /
-                                                     "kustomization.yaml");
+      const bool kustomize =
+          std::filesystem::is_directory(path) &&
+          std::filesystem::exists(std::filesystem::path(path) / "kustomization.yaml");
       auto r = cp.kubectl({"apply", kustomize ? "-k" : "-f", path});
       if (!r.ok()) return tl::unexpected("kubectl apply " + path + ": " + r.err);
       print_command(("kubectl apply " + path).c_str(), r);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-
 #include <set>
 
 #include <boost/json.hpp>

@@ -233,11 +233,10 @@ TEST_F(DriftTest, AMemberServiceWithAnEditedSelectorIsRestored) {
       },
       start);
   // The repair is reported on the Stack, naming the object and the field.
-  auto repaired = wait_for_event_items(
-      *client_, ns_, stack_uid_, "Repaired",
-      {"Service drift-controller-1 restored to its desired state "
-       "(/spec/selector/statefulset.kubernetes.io/pod-name)"},
-      30s);
+  auto repaired = wait_for_event_items(*client_, ns_, stack_uid_, "Repaired",
+                                       {"Service drift-controller-1 restored to its desired state "
+                                        "(/spec/selector/statefulset.kubernetes.io/pod-name)"},
+                                       30s);
   EXPECT_TRUE(repaired) << repaired.error();
   expect_settled();
 }

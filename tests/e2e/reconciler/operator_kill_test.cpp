@@ -68,9 +68,9 @@ class OperatorKillTest : public ReconcilerTest {
     // also takes over the Lease of a SIGKILLed leader. Lease requests time out after
     // (lease - renew) / 4 = 1 s: short enough to step down in time, long enough for a loaded
     // CI machine (250 ms was not).
-    argv.insert(argv.end(), {"--no-webhook", "--metrics-port", "0", "--probe-port", "0",
-                             "--lease-duration", "10s", "--renew-deadline", "6s",
-                             "--retry-period", "1s"});
+    argv.insert(argv.end(),
+                {"--no-webhook", "--metrics-port", "0", "--probe-port", "0", "--lease-duration",
+                 "10s", "--renew-deadline", "6s", "--retry-period", "1s"});
     auto child = spawn("kstack-operator", argv, log);
     ASSERT_TRUE(child) << child.error();
     running_ = std::move(*child);

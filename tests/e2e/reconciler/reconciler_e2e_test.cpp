@@ -202,7 +202,8 @@ TEST_F(ReconcilerTest, AStackOfTwoRolesConvergesToReadyWithExactlyTheObjectsOfSp
   for (const auto& name : expected_services) made.push_back("Service " + name + " created");
   std::vector<std::string> adopted;
   for (const auto& name : expected_claims) {
-    adopted.push_back("PersistentVolumeClaim " + name + " adopted (owned by the Stack from now on)");
+    adopted.push_back("PersistentVolumeClaim " + name +
+                      " adopted (owned by the Stack from now on)");
   }
   auto created_events = wait_for_event_items(*client_, ns_, uid, "Created", made, 30s);
   ASSERT_TRUE(created_events) << created_events.error();
@@ -291,12 +292,13 @@ TEST_F(ReconcilerTest, ScalingARoleWalksMembersThroughTheirStatesAndDeletesTheir
   const auto uid = str_at(*stack, "/metadata/uid");
   auto scaled = wait_for_event_items(
       *client_, ns_, uid, "Scaled",
-      {"StatefulSet scale-worker replicas 3 -> 5", "StatefulSet scale-worker replicas 5 -> 2"}, 30s);
+      {"StatefulSet scale-worker replicas 3 -> 5", "StatefulSet scale-worker replicas 5 -> 2"},
+      30s);
   EXPECT_TRUE(scaled) << scaled.error();
   std::vector<std::string> deleted;
   for (int i = 2; i < 5; ++i) {
-    deleted.push_back(fmt::format(
-        "Service scale-worker-{} deleted: its member is no longer in the Stack", i));
+    deleted.push_back(
+        fmt::format("Service scale-worker-{} deleted: its member is no longer in the Stack", i));
     deleted.push_back(fmt::format(
         "PersistentVolumeClaim data-scale-worker-{} deleted: its member was removed", i));
   }
@@ -491,8 +493,8 @@ TEST_F(ReconcilerTest, DeletingAStackWithWhenDeletedRetainKeepsItsPvcs) {
   }
   // Resync passes later, the unused claim is still there, untouched.
   const auto passes = controller_->controller().stats().resyncs;
-  ASSERT_TRUE(wait_until(
-      [&] { return controller_->controller().stats().resyncs >= passes + 2; }, 60s));
+  ASSERT_TRUE(
+      wait_until([&] { return controller_->controller().stats().resyncs >= passes + 2; }, 60s));
   auto unused = client_->get(kPersistentVolumeClaims, ns_, "data-kept-controller-1");
   ASSERT_TRUE(unused) << unused.error().to_string();
   EXPECT_FALSE(deleting(*unused));

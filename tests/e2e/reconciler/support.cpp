@@ -63,12 +63,9 @@ EventItems event_items(const Objects& events, std::string_view uid, std::string_
   return out;
 }
 
-tl::expected<EventItems, std::string> wait_for_event_items(kube::Client& client,
-                                                           const std::string& ns,
-                                                           std::string_view uid,
-                                                           std::string_view reason,
-                                                           const std::vector<std::string>& items,
-                                                           std::chrono::seconds timeout) {
+tl::expected<EventItems, std::string> wait_for_event_items(
+    kube::Client& client, const std::string& ns, std::string_view uid, std::string_view reason,
+    const std::vector<std::string>& items, std::chrono::seconds timeout) {
   auto holds = [&](const Objects& events) {
     const auto found = event_items(events, uid, reason);
     return std::all_of(items.begin(), items.end(),

@@ -102,18 +102,15 @@ std::string describe_stack(kube::Client& client, const std::string& ns, const st
 // The items of the Events (events.k8s.io/v1) about the object with `uid` with `reason`: the
 // reconciler batches a pass's objects into one Event per reason, notes joined with "; ".
 struct EventItems {
-  std::size_t events = 0;           // how many Events
+  std::size_t events = 0;          // how many Events
   std::vector<std::string> items;  // their notes' items, in no particular order
   bool has(std::string_view item) const;
 };
 EventItems event_items(const Objects& events, std::string_view uid, std::string_view reason);
 // Waits (with a watch) until the Events about `uid` with `reason` hold every one of `items`.
-tl::expected<EventItems, std::string> wait_for_event_items(kube::Client& client,
-                                                           const std::string& ns,
-                                                           std::string_view uid,
-                                                           std::string_view reason,
-                                                           const std::vector<std::string>& items,
-                                                           std::chrono::seconds timeout);
+tl::expected<EventItems, std::string> wait_for_event_items(
+    kube::Client& client, const std::string& ns, std::string_view uid, std::string_view reason,
+    const std::vector<std::string>& items, std::chrono::seconds timeout);
 // status.roles[id == role].members[] by pod name.
 std::map<std::string, boost::json::value> status_members(const boost::json::value& stack,
                                                          std::string_view role);

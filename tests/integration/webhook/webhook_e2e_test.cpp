@@ -2,12 +2,12 @@
 // (informer-backed catalog, rules, HTTPS server, self-managed certificates) registered through
 // clientConfig.url on 127.0.0.1 with the caBundle the operator writes, and kubectl and
 // clients of different users on the other side.
-#include <gtest/gtest.h>
-
 #include <thread>
 
-#include "tests/integration/kube/client_fixture.h"
+#include <gtest/gtest.h>
+
 #include "catalog/yaml.h"
+#include "tests/integration/kube/client_fixture.h"
 #include "validator/certs.h"
 #include "validator/webhook.h"
 
@@ -194,7 +194,8 @@ TEST_F(WebhookE2E, OnlyTheOperatorMayWriteStatusAndTheCleanupFinalizer) {
   auto by_user = user->patch(kStacks, "shop", "owned", kube::PatchType::kMerge,
                              R"({"status":{"state":"ready"}})", {}, "status");
   ASSERT_FALSE(by_user);
-  EXPECT_NE(by_user.error().message.find("status"), std::string::npos) << by_user.error().to_string();
+  EXPECT_NE(by_user.error().message.find("status"), std::string::npos)
+      << by_user.error().to_string();
   auto by_operator = op->patch(kStacks, "shop", "owned", kube::PatchType::kMerge,
                                R"({"status":{"state":"creating"}})", {}, "status");
   ASSERT_TRUE(by_operator) << by_operator.error().to_string();

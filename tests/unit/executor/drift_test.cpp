@@ -1,8 +1,7 @@
 #include "executor/drift.h"
 
-#include <gtest/gtest.h>
-
 #include <boost/json.hpp>
+#include <gtest/gtest.h>
 
 namespace kstack::executor {
 namespace {
@@ -31,21 +30,20 @@ TEST(Covers, AMissingOwnedLabelIsDrift) {
   const auto desired = json::parse(R"({"metadata":{"labels":{"kstack.io/stack":"s"}}})");
   EXPECT_FALSE(covers(json::parse(R"({"metadata":{"labels":{}}})"), desired));
   EXPECT_FALSE(covers(json::parse(R"({"metadata":{}})"), desired));
-  EXPECT_TRUE(covers(json::parse(R"({"metadata":{"labels":{"kstack.io/stack":"s","x":"y"}}})"),
-                     desired));
+  EXPECT_TRUE(
+      covers(json::parse(R"({"metadata":{"labels":{"kstack.io/stack":"s","x":"y"}}})"), desired));
 }
 
 TEST(Covers, ListsMustMatchElementByElementAndInLength) {
   const auto desired = json::parse(R"({"ports":[{"port":80},{"port":81}]})");
   EXPECT_FALSE(covers(json::parse(R"({"ports":[{"port":80}]})"), desired));
   EXPECT_FALSE(covers(json::parse(R"({"ports":[{"port":81},{"port":80}]})"), desired));
-  EXPECT_TRUE(covers(json::parse(R"({"ports":[{"port":80,"protocol":"TCP"},{"port":81}]})"),
-                     desired));
+  EXPECT_TRUE(
+      covers(json::parse(R"({"ports":[{"port":80,"protocol":"TCP"},{"port":81}]})"), desired));
 }
 
 TEST(Covers, QuantitiesCanonicalisedByTheServerAreEqual) {
-  const auto desired =
-      json::parse(R"({"resources":{"requests":{"cpu":"0.5","memory":"1024Mi"}}})");
+  const auto desired = json::parse(R"({"resources":{"requests":{"cpu":"0.5","memory":"1024Mi"}}})");
   const auto live = json::parse(R"({"resources":{"requests":{"cpu":"500m","memory":"1Gi"}}})");
   EXPECT_TRUE(covers(live, desired));
   const auto bigger = json::parse(R"({"resources":{"requests":{"cpu":"600m","memory":"1Gi"}}})");
@@ -53,8 +51,8 @@ TEST(Covers, QuantitiesCanonicalisedByTheServerAreEqual) {
 }
 
 TEST(Covers, QuantityComparisonIsOnlyForResourceFields) {
-  EXPECT_FALSE(covers(json::parse(R"({"labels":{"v":"1000m"}})"),
-                      json::parse(R"({"labels":{"v":"1"}})")));
+  EXPECT_FALSE(
+      covers(json::parse(R"({"labels":{"v":"1000m"}})"), json::parse(R"({"labels":{"v":"1"}})")));
 }
 
 TEST(Covers, EmptyDesiredCollectionsMatchAbsentOnes) {

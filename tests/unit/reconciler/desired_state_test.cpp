@@ -1,8 +1,7 @@
 #include "reconciler/desired_state.h"
 
-#include <gtest/gtest.h>
-
 #include <boost/json.hpp>
+#include <gtest/gtest.h>
 
 #include "catalog/parse.h"
 

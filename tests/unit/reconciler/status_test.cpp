@@ -19,11 +19,11 @@ json::value pod(std::string_view phase, std::string_view ready, std::string_view
   }
   if (!ready.empty()) conds.push_back(json::object{{"type", "Ready"}, {"status", ready}});
   status["conditions"] = conds;
-  status["containerStatuses"] = json::array{json::object{
-      {"name", "app"},
-      {"containerID", "sim://abc"},
-      {"restartCount", 2},
-      {"state", {{phase == "Running" ? "running" : "waiting", json::object{}}}}}};
+  status["containerStatuses"] = json::array{
+      json::object{{"name", "app"},
+                   {"containerID", "sim://abc"},
+                   {"restartCount", 2},
+                   {"state", {{phase == "Running" ? "running" : "waiting", json::object{}}}}}};
   json::object spec;
   if (!node.empty()) spec["nodeName"] = node;
   return json::object{{"metadata", {{"name", "s-r-0"}}}, {"spec", spec}, {"status", status}};
