@@ -267,6 +267,20 @@ std::uint64_t Executor::applies() const {
   return applies_;
 }
 
+void Executor::events(const json::value& regarding, std::string_view type, std::string_view reason,
+                      std::string_view action, const std::vector<std::string>& notes) {
+  std::string joined;
+  for (const auto& note : notes) {
+    if (!joined.empty() && joined.size() + 2 + note.size() > options_.max_note_bytes) {
+      event(regarding, type, reason, action, joined);
+      joined.clear();
+    }
+    if (!joined.empty()) joined += "; ";
+    joined += note;
+  }
+  if (!joined.empty()) event(regarding, type, reason, action, joined);
+}
+
 std::uint64_t Executor::events_posted() const {
   std::lock_guard lock(mu_);
   return events_posted_;

@@ -81,6 +81,10 @@ class Executor {
   // Identical events within event_dedup_window are dropped.
   void event(const boost::json::value& regarding, std::string_view type, std::string_view reason,
              std::string_view action, std::string_view note);
+  // The same for several notes of one reason: they are joined with "; " into as few Events as
+  // fit max_note_bytes each (a note longer than that alone is cut, as event() does).
+  void events(const boost::json::value& regarding, std::string_view type, std::string_view reason,
+              std::string_view action, const std::vector<std::string>& notes);
 
   // Counters for tests and metrics.
   std::uint64_t applies() const;

@@ -285,27 +285,19 @@ WorkResult Reconciler::reconcile(const std::string& key) {
 }
 
 void Reconciler::post_object_events(Pass& pass) {
-  // events.k8s.io/v1 caps a note at 1 KiB; the executor cuts longer ones, so split first.
-  constexpr std::size_t kMaxNote = 1000;
-  std::vector<bool> posted(pass.object_events.size(), false);
-  for (std::size_t i = 0; i < pass.object_events.size(); ++i) {
-    if (posted[i]) continue;
-    const auto& first = pass.object_events[i];
-    std::string note;
-    auto flush = [&] {
-      if (!note.empty()) executor_.event(*pass.object, "Normal", first.reason, first.action, note);
-      note.clear();
-    };
-    for (std::size_t j = i; j < pass.object_events.size(); ++j) {
-      const auto& e = pass.object_events[j];
-      if (posted[j] || e.reason != first.reason || e.action != first.action) continue;
-      posted[j] = true;
-      if (!note.empty() && note.size() + 2 + e.note.size() > kMaxNote) flush();
-      note += note.empty() ? e.note : "; " + e.note;
-    }
-    flush();
+  // Notes grouped by (reason, action), in the order the pass made them.
+  std::vector<std::pair<std::pair<std::string, std::string>, std::vector<std::string>>> groups;
+  for (auto& e : pass.object_events) {
+    auto key = std::pair(std::move(e.reason), std::move(e.action));
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {std::move(key), {}});
+    it->second.push_back(std::move(e.note));
   }
   pass.object_events.clear();
+  for (const auto& [key, notes] : groups) {
+    executor_.events(*pass.object, "Normal", key.first, key.second, notes);
+  }
 }
 
 WorkResult Reconciler::run(Pass& pass) {
@@ -772,19 +764,18 @@ WorkResult Reconciler::write_status(Pass& pass, WorkResult result) {
   return result;
 }
 
-bool Reconciler::retain(Pass& pass, const informer::ObjectPtr& pvc, std::string_view policy) {
+void Reconciler::retain(Pass& pass, const informer::ObjectPtr& pvc, std::string_view policy) {
   json::object labels;
   if (const auto* l = at(*pvc, "/metadata/labels"); l && l->is_object()) labels = l->as_object();
   auto kept = executor_.force_apply(kube::resources::kPersistentVolumeClaims,
                                     pvc_claim(*pvc, labels, nullptr, policy));
   if (!kept) {
     if (!pass.failure) pass.failure = result_for(kept.error(), kept.error().message);
-    return false;
+    return;
   }
   remember(caches_.owned.pvcs, std::move(*kept));
   executor_.event(*pass.object, "Normal", "Retained", policy == "whenScaled" ? "Scale" : "Delete",
                   fmt::format("PVC {} kept ({}: Retain)", str_at(*pvc, "/metadata/name"), policy));
-  return true;
 }
 
 WorkResult Reconciler::finalize(Pass& pass) {

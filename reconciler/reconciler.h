@@ -94,11 +94,11 @@ class Reconciler {
               std::string_view why);
   void remember(informer::Store* store, boost::json::value object);
   // Posts the pass's object events, one Event per reason (a new Stack's 13 creations are one
-  // Event, not 13 requests), notes joined and split to fit an Event's note.
+  // Event, not 13 requests; Executor::events splits notes that do not fit one Event).
   void post_object_events(Pass& pass);
   // Lets go of a claim for a retention policy: drops kstack's ownerReference and marks it
-  // retained (catalog::kRetainedAnnotation = `policy`). False when the write failed.
-  bool retain(Pass& pass, const informer::ObjectPtr& pvc, std::string_view policy);
+  // retained (catalog::kRetainedAnnotation = `policy`); a failed write is the pass's failure.
+  void retain(Pass& pass, const informer::ObjectPtr& pvc, std::string_view policy);
 
   Caches caches_;
   executor::Executor& executor_;

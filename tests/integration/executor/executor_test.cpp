@@ -384,5 +384,33 @@ TEST_F(ExecutorTest, LongEventNoteIsTruncatedOnAUtf8Boundary) {
   EXPECT_EQ(str_at(events[0], "/type"), "Warning");
 }
 
+TEST_F(ExecutorTest, NotesOfOneReasonAreJoinedIntoAsFewEventsAsFit) {
+  // 30 notes of 60 bytes: "; "-joined, 16 fit 1024 bytes (16 × 60 + 15 × 2 = 990), so two Events.
+  std::vector<std::string> notes;
+  for (int i = 0; i < 30; ++i) {
+    std::string note = "Service member-" + std::to_string(100 + i) + " created";
+    note.resize(60, '.');
+    notes.push_back(note);
+  }
+  ASSERT_EQ(notes[0].size(), 60u);
+  executor.events(stack_object, "Normal", "Created", "Create", notes);
+  EXPECT_EQ(executor.events_posted(), 2u);
+
+  const auto events = events_about(*client, ns, stack.metadata.uid, "Created");
+  ASSERT_EQ(events.size(), 2u);
+  std::vector<std::string> items;
+  for (const auto& e : events) {
+    const auto note = str_at(e, "/note");
+    EXPECT_LE(note.size(), 1024u);
+    for (std::size_t from = 0; from <= note.size();) {
+      const auto to = std::min(note.find("; ", from), note.size());
+      items.push_back(note.substr(from, to - from));
+      from = to + 2;
+    }
+  }
+  std::sort(items.begin(), items.end());
+  EXPECT_EQ(items, notes) << "every note exactly once, none cut";
+}
+
 }  // namespace
 }  // namespace kstack::executor
