@@ -1,4 +1,4 @@
-// Defaults resolved at use (SPEC §2.1: "the AppType object is never rewritten by kstack"):
+// Defaults resolved at use (docs/spec.md §2.1: "the AppType object is never rewritten by kstack"):
 // a role's image, setup package, persisted directories and events come from the role when it
 // names them and from the AppType's defaults otherwise. Also the cardinality grammar and the
 // Stack-level defaults (serviceType, namingScheme, members) that both the defaulting webhook

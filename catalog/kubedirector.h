@@ -4,7 +4,8 @@
 // not carried over unchanged, so nothing is lost silently.
 //
 // Every field of the source is looked up in a table of the fields KubeDirector documents
-// (SPEC §2, reference/kubedirector.md §1; the tables are in kubedirector_fields.cpp): it is
+// (docs/spec.md §2 and KubeDirector's API types, bluek8s/kubedirector
+// pkg/apis/kubedirector/v1beta1/*_types.go; the tables are in kubedirector_fields.cpp): it is
 // copied (same name and meaning), dropped with a reason (no kstack equivalent: connections,
 // secrets, block storage, log-dump sizes, ...), or — when it is not a KubeDirector field at
 // all — dropped as unknown. Only bookkeeping that the API server owns is dropped without a

@@ -264,7 +264,7 @@ void finalizers(Context& c, std::string_view, const json::value& value, const st
   c.dropped(path, "finalizers belong to the controller that set them (kstack adds its own)");
 }
 
-// ---- tables (reference/kubedirector.md §1) ----
+// ---- tables (KubeDirector pkg/apis/kubedirector/v1beta1/*_types.go) ----
 
 constexpr std::string_view kNotSupported = "not yet supported by kstack";
 

@@ -1,7 +1,8 @@
 // The field tables behind catalog/kubedirector.h (detail, not part of the catalog's API):
-// for each KubeDirector kind, every field KubeDirector documents (reference/kubedirector.md §1)
-// and what becomes of it in kstack — copied, walked into, dropped with a reason, or handled by
-// a function (role-id renaming, quantity checks, setup-package and affinity warnings).
+// for each KubeDirector kind, every field KubeDirector documents (its API types,
+// bluek8s/kubedirector pkg/apis/kubedirector/v1beta1/*_types.go) and what becomes of it in kstack —
+// copied, walked into, dropped with a reason, or handled by a function (role-id renaming, quantity
+// checks, setup-package and affinity warnings).
 #pragma once
 
 #include <set>

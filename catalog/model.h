@@ -1,4 +1,4 @@
-// The C++ model of kstack's kinds (SPEC §2): AppType (a catalog entry), Stack (a user's
+// The C++ model of kstack's kinds (docs/spec.md §2): AppType (a catalog entry), Stack (a user's
 // request, with the status the operator writes) and KStackConfig (the operator's settings).
 // The structs are a typed *view* of the object: each keeps the JSON it was decoded from in
 // `raw`, so writing an object back never loses a field this model does not know. Optional
@@ -210,7 +210,7 @@ struct StackRole {
 };
 
 // spec.persistentVolumeClaimRetentionPolicy: what happens to member PVCs when the Stack scales
-// down (whenScaled) or is deleted (whenDeleted). Absent = Delete, as SPEC §4 says.
+// down (whenScaled) or is deleted (whenDeleted). Absent = Delete, as docs/spec.md §4 says.
 inline constexpr std::string_view kRetentionDelete = "Delete";
 inline constexpr std::string_view kRetentionRetain = "Retain";
 struct PvcRetentionPolicy {

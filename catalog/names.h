@@ -1,4 +1,4 @@
-// Names of the objects kstack derives from a Stack under the CrNameRole scheme (SPEC §4):
+// Names of the objects kstack derives from a Stack under the CrNameRole scheme (docs/spec.md §4):
 // headless Service `s`, StatefulSet `s-<role>`, pods and member Services `s-<role>-<ordinal>`,
 // PVCs `data-s-<role>-<ordinal>`. One place, so the admission length checks and the
 // reconciler can never disagree. (The UID scheme's names are fixed-length and need no check.)

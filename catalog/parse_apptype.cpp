@@ -1,4 +1,4 @@
-// Decoding of AppType objects (SPEC §2.1).
+// Decoding of AppType objects (docs/spec.md §2.1).
 #include <boost/json.hpp>
 #include <fmt/format.h>
 

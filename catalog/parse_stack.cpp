@@ -1,4 +1,4 @@
-// Decoding of Stack objects (SPEC §2.2 spec) and of KStackConfig (§2.3).
+// Decoding of Stack objects (docs/spec.md §2.2 spec) and of KStackConfig (§2.3).
 #include <boost/json.hpp>
 #include <fmt/format.h>
 

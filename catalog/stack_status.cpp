@@ -1,4 +1,4 @@
-// Stack status (SPEC §2.2): decoded when the operator reads a Stack back from its cache and
+// Stack status (docs/spec.md §2.2): decoded when the operator reads a Stack back from its cache and
 // encoded when it writes the status subresource. Empty/zero fields are omitted on output so
 // that an unchanged status serialises identically (the operator compares before writing).
 #include <boost/json.hpp>

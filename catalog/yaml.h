@@ -2,7 +2,7 @@
 // plain `3` is an int, `true`/`yes`/`on` bools, `~`/`null`/empty null; quoted scalars stay
 // strings). Multi-document text is split here, on lines that are exactly `---`, and each
 // document goes to YAML::Load on its own: yaml-cpp 0.7's LoadAll never returns on some inputs
-// (DEPENDENCIES.md). Sizes, nesting depth and alias expansion are bounded, so hostile input
+// (docs/dependencies.md). Sizes, nesting depth and alias expansion are bounded, so hostile input
 // fails with an error instead of exhausting memory.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The operator's plain-HTTP endpoints (/healthz, /readyz, /metrics): a small GET-only server
 // on Boost.Beast — the only translation unit of cmd/ that includes Beast (compile cost, see
-// DEPENDENCIES.md). Paths map to handlers returning a whole response; bodies are small, so
+// docs/dependencies.md). Paths map to handlers returning a whole response; bodies are small, so
 // there is no streaming. Requests are bounded (header size, no body, read timeouts) because
 // the port may be reachable by anything in the cluster network.
 #pragma once

@@ -1,6 +1,6 @@
 // The operator's log output (spdlog, to stderr): JSON lines for log collectors, or text for a
 // person at a terminal. Every JSON line is one object {"ts","level","logger","msg"} with the
-// message escaped (spdlog's plain "msg":"%v" pattern breaks on a quote, see DEPENDENCIES.md).
+// message escaped (spdlog's plain "msg":"%v" pattern breaks on a quote, see docs/dependencies.md).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// Setup inside a member's container (SPEC §5), every step one `pods/exec` with an argv array
-// into container "app", guarded by the container ID the member is being set up in. The shell
+// Setup inside a member's container (docs/spec.md §5), every step one `pods/exec` with an argv
+// array into container "app", guarded by the container ID the member is being set up in. The shell
 // snippets below are constants; every user-controlled string (paths, URLs, role ids, FQDNs)
 // reaches them as positional arguments ("$1"...), never spliced into the command line.
 //

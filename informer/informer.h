@@ -16,7 +16,7 @@
 
 namespace kstack::informer {
 
-// kstack's default resync period (SPEC §4); each period is jittered by up to 10 %.
+// kstack's default resync period (docs/spec.md §4); each period is jittered by up to 10 %.
 inline constexpr std::chrono::seconds kDefaultResyncPeriod{300};
 inline constexpr double kResyncJitter = 0.1;
 

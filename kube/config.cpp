@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 using GetEnv = std::function<std::optional<std::string>(std::string_view)>;
 
 // Kubeconfigs are a few KiB; the cap keeps a hostile or mistaken file from exhausting memory
-// in yaml-cpp (DEPENDENCIES.md, "Known defects").
+// in yaml-cpp (docs/dependencies.md, "Known defects").
 constexpr std::size_t kMaxKubeconfigBytes = 4u << 20;
 constexpr std::string_view kExecV1 = "client.authentication.k8s.io/v1";
 constexpr std::string_view kExecV1beta1 = "client.authentication.k8s.io/v1beta1";

@@ -590,7 +590,7 @@ Result<ExecResult> Attempt::result() {
   return r;
 }
 
-// SPEC §5: never run a command in a container other than the one being configured.
+// docs/spec.md §5: never run a command in a container other than the one being configured.
 Result<void> check_container(Client& client, std::string_view ns, std::string_view pod,
                              const std::string& container, const std::string& expected) {
   auto object = client.get(resources::kPods, ns, pod);

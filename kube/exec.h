@@ -1,5 +1,5 @@
 // Runs a command in a container through the API server's `pods/exec` subresource over WebSocket
-// (SPEC §5): argv array, bounded stdout/stderr, exit code, streamed stdin, deadline and
+// (docs/spec.md §5): argv array, bounded stdout/stderr, exit code, streamed stdin, deadline and
 // cross-thread cancellation. Boost.Beast stays inside kube/exec.cpp.
 //
 // Protocol (k8s.io/apimachinery wsstream; "channel.k8s.io" family):
@@ -75,8 +75,8 @@ struct ExecOptions {
   std::chrono::milliseconds timeout = kDefaultExecTimeout;
   // TCP connect + TLS handshake (also bounded by `timeout`).
   std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;
-  // SPEC §5: the container ID kstack is configuring. When set, the pod is read first and the
-  // exec refused with kConflict (nothing is run) unless status.containerStatuses[name ==
+  // docs/spec.md §5: the container ID kstack is configuring. When set, the pod is read first and
+  // the exec refused with kConflict (nothing is run) unless status.containerStatuses[name ==
   // container].containerID equals it.
   std::optional<std::string> expected_container_id;
 };
@@ -154,7 +154,7 @@ struct ExitStatus {
 // Interprets everything received on the error channel (empty when nothing came).
 Result<ExitStatus> parse_exit_status(Protocol protocol, std::string_view error_channel);
 
-// SPEC §5's check: containerID of `container` in the pod's status ("" if it has none).
+// docs/spec.md §5's check: containerID of `container` in the pod's status ("" if it has none).
 std::string container_id(const boost::json::value& pod, std::string_view container);
 
 }  // namespace exec_detail

@@ -8,8 +8,8 @@ namespace json = boost::json;
 
 namespace {
 
-// The label every owned object carries (SPEC §4; reconciler::kLabelStack, which this library
-// cannot include: the reconciler depends on the observer, not the other way round).
+// The label every owned object carries (docs/spec.md §4; reconciler::kLabelStack, which this
+// library cannot include: the reconciler depends on the observer, not the other way round).
 constexpr std::string_view kStackLabel = "kstack.io/stack";
 
 std::string stack_key(std::string_view ns, std::string_view stack) {

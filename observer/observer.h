@@ -1,4 +1,4 @@
-// The observer: what exists now for one Stack, read only from the informer caches (SPEC §4:
+// The observer: what exists now for one Stack, read only from the informer caches (docs/spec.md §4:
 // a reconcile never LISTs the API server). The owned kinds are found through an index on the
 // namespace + `kstack.io/stack` label, so observing a Stack costs O(its objects), not O(cache).
 #pragma once

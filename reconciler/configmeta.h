@@ -1,7 +1,7 @@
-// What a member's setup package reads (SPEC §5): /etc/kstack/configmeta.json, in KubeDirector's
-// layout so its setup scripts read it unchanged (reference §4.5), and /etc/kstack/env, the same
-// facts as shell variables for plain `sh` scripts. Pure functions of the Stack, its AppType, the
-// KStackConfig and the current members; no I/O.
+// What a member's setup package reads (docs/spec.md §5): /etc/kstack/configmeta.json, in
+// KubeDirector's layout so its setup scripts read it unchanged (reference §4.5), and
+// /etc/kstack/env, the same facts as shell variables for plain `sh` scripts. Pure functions of the
+// Stack, its AppType, the KStackConfig and the current members; no I/O.
 //
 // /etc/kstack/env — every line `export NAME='value'`, every value single-quoted (a `'` inside
 // becomes `'\''`), so `$(...)`, backticks, `;`, quotes and newlines reach the script literally:

@@ -1,4 +1,4 @@
-// The objects a Stack should own (SPEC §4), computed purely from the Stack, its AppType and
+// The objects a Stack should own (docs/spec.md §4), computed purely from the Stack, its AppType and
 // the KStackConfig: the headless Service, one StatefulSet per role, a Service per member of a
 // role with ports, and the PVC names the StatefulSet controller will create. No I/O.
 #pragma once
@@ -14,7 +14,7 @@
 
 namespace kstack::reconciler {
 
-// Labels on everything kstack owns (SPEC §4).
+// Labels on everything kstack owns (docs/spec.md §4).
 inline constexpr std::string_view kLabelManagedBy = "app.kubernetes.io/managed-by";
 inline constexpr std::string_view kManagedByValue = "kstack";
 inline constexpr std::string_view kLabelName = "app.kubernetes.io/name";

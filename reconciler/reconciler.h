@@ -1,4 +1,4 @@
-// One Stack's reconcile pass (SPEC §4): observe from the caches, compute the desired
+// One Stack's reconcile pass (docs/spec.md §4): observe from the caches, compute the desired
 // objects, issue only the writes needed through the executor, advance the member and stack
 // state machines, write status once if it changed, and post Events for what it did.
 // Level-based and idempotent: running it again on an unchanged cluster issues no write.

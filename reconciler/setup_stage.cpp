@@ -1,4 +1,4 @@
-// The setup stage of a member (SPEC §5): configmeta and env written into the container, the
+// The setup stage of a member (docs/spec.md §5): configmeta and env written into the container, the
 // package delivered, `startscript --configure` started in the background and its result
 // picked up by later passes; then --addnodes/--delnodes notifications for the others.
 // Each pass does at most a few short execs per member and never waits for a script.

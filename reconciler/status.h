@@ -1,4 +1,4 @@
-// Pure pieces of the Stack status (SPEC §2.2): how a member's state follows from its pod,
+// Pure pieces of the Stack status (docs/spec.md §2.2): how a member's state follows from its pod,
 // the member-state rollup, the standard conditions and the stack state. The reconciler
 // combines them; keeping them free of I/O lets the unit tests pin every transition.
 #pragma once

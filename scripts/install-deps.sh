@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages kstack builds and tests with (see DEPENDENCIES in docs/).
+# Installs the Debian packages kstack builds and tests with (docs/dependencies.md).
 # Idempotent and quick when everything is present: dpkg is asked first, apt only when needed.
 set -euo pipefail
 

@@ -1,5 +1,5 @@
 // The admission webhook's HTTPS server on Boost.Beast — the only translation unit of validator/
-// that includes Beast (compile cost, see DEPENDENCIES.md).
+// that includes Beast (compile cost, see docs/dependencies.md).
 //
 // One io_context run by N threads; each connection is a Session on its own strand, moving through
 // do_x/on_x steps: handshake -> wait for a request -> read header -> read body -> answer -> write,

@@ -17,7 +17,7 @@
 
 namespace kstack::validator {
 
-inline constexpr std::size_t kMaxRequestBodyBytes = 3u << 20;  // SPEC: 3 MiB, 413 beyond
+inline constexpr std::size_t kMaxRequestBodyBytes = 3u << 20;  // docs/spec.md §3: 3 MiB, 413 beyond
 inline constexpr std::chrono::seconds kHeaderReadTimeout{10};
 inline constexpr std::chrono::seconds kBodyReadTimeout{10};
 inline constexpr std::chrono::seconds kIdleKeepAliveTimeout{90};

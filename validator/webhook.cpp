@@ -30,7 +30,7 @@ class WebhookImpl final : public Webhook {
   ~WebhookImpl() override { stop(); }
 
   kube::Result<void> start() {
-    // Informers: the rules read the catalog from these caches only (SPEC §3).
+    // Informers: the rules read the catalog from these caches only (docs/spec.md §3).
     informer::InformerOptions no_resync{.resync_period = std::chrono::milliseconds(0)};
     apptypes_ = std::make_unique<informer::Informer>(
         client_, watch_all(catalog::resources::kAppTypes), no_resync);

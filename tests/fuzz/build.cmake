@@ -8,7 +8,7 @@ foreach(var SOURCE_DIR BINARY_DIR)
 endforeach()
 if(NOT CXX)
   message(FATAL_ERROR "fuzz: no clang++ found; install clang and libclang-rt-14-dev "
-                      "(DEPENDENCIES.md) to build the libFuzzer targets")
+                      "(docs/dependencies.md) to build the libFuzzer targets")
 endif()
 if(NOT JOBS)
   set(JOBS 2)

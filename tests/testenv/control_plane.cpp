@@ -1,5 +1,5 @@
 // Starts and stops the test control plane (see control_plane.h): ports, credentials,
-// processes, readiness. Command lines follow /work/shared/testenv/NOTES.md (docs/testenv.md).
+// processes, readiness. Command lines are explained in docs/testenv.md.
 #include "tests/testenv/control_plane.h"
 
 #include <algorithm>

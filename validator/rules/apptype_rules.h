@@ -1,4 +1,4 @@
-// AppType admission rules (SPEC §3). Pure functions: each returns every violation it finds,
+// AppType admission rules (docs/spec.md §3). Pure functions: each returns every violation it finds,
 // each naming the field path.
 #pragma once
 

@@ -1,5 +1,5 @@
-// KStackConfig admission rules (SPEC §2.3): the one object `kstack-config` in the operator's
-// namespace, holding defaults for Stacks and labels/annotations for generated objects.
+// KStackConfig admission rules (docs/spec.md §2.3): the one object `kstack-config` in the
+// operator's namespace, holding defaults for Stacks and labels/annotations for generated objects.
 #pragma once
 
 #include <boost/json/value.hpp>

@@ -1,5 +1,5 @@
 // Defaulting for the mutating endpoint, as an RFC 6902 JSON patch. Only fields the Stack
-// leaves unset are added; nothing the user wrote is changed. Defaults (SPEC §2.2):
+// leaves unset are added; nothing the user wrote is changed. Defaults (docs/spec.md §2.2):
 //  - spec.appCatalog: where the app was found (local, else system); on UPDATE the old value
 //  - spec.serviceType: KStackConfig defaultServiceType, else ClusterIP
 //  - spec.namingScheme: on UPDATE the old value; else KStackConfig defaultNamingScheme, else

@@ -1,4 +1,4 @@
-// Controller-owned fields (SPEC §3): only the operator's own identity may write a Stack's
+// Controller-owned fields (docs/spec.md §3): only the operator's own identity may write a Stack's
 // status, add or remove the finalizer kstack.io/cleanup, or add, change or remove labels and
 // annotations with the kstack.io/ prefix. Anyone else is refused (403 Forbidden) with the
 // field named. The identity is request.userInfo.username, compared exactly.

@@ -1,4 +1,4 @@
-// Stack admission rules (SPEC §3). Pure functions over the Stack and the catalog (the
+// Stack admission rules (docs/spec.md §3). Pure functions over the Stack and the catalog (the
 // operator's watch caches, or a MemoryCatalog); each returns every violation it finds.
 #pragma once
 

@@ -1,8 +1,8 @@
-// The drift rows of SPEC §4, one test each, on one shared Stack "drift" (2 controllers + 3
+// The drift rows of docs/spec.md §4, one test each, on one shared Stack "drift" (2 controllers + 3
 // workers with storage) and a Controller whose periodic resync is far away (5 min): every
 // repair must come from a watch event. Each test writes the drift as a user would, waits for
-// the repair with a watch, prints the latency (SPEC: within 1 s of the event; not asserted,
-// a loaded CI machine is no benchmark) and ends with the Stack settled again.
+// the repair with a watch, prints the latency (docs/spec.md §4: within 1 s of the event; not
+// asserted, a loaded CI machine is no benchmark) and ends with the Stack settled again.
 #include <algorithm>
 #include <iostream>
 #include <vector>

@@ -1,7 +1,7 @@
 // The reconciler (issue 5) end to end, with a Controller in the test process on the
 // operator's own identity, the real control plane and a simulated node: a Stack converges to
-// exactly the objects of SPEC §4; scaling walks members through their states and honours the
-// PVC retention policy; deleting a Stack removes what it owns; a missing AppType degrades the
+// exactly the objects of docs/spec.md §4; scaling walks members through their states and honours
+// the PVC retention policy; deleting a Stack removes what it owns; a missing AppType degrades the
 // Stack and deletes nothing. Drift repair: drift_test.cpp; write counts: writes_test.cpp;
 // the `kstack operator` process killed at random: operator_kill_test.cpp.
 #include <algorithm>

@@ -33,7 +33,7 @@ inline constexpr const char* kOperatorNamespace = "kstack-system";
 // A generous bound on any convergence in these tests; the node simulator runs a pod in well
 // under a second, so only a stuck reconciler gets near it.
 inline constexpr std::chrono::seconds kConvergeTimeout{180};
-// How long a drift may take to be repaired before the test fails (SPEC §4 wants 1 s; the
+// How long a drift may take to be repaired before the test fails (docs/spec.md §4 wants 1 s; the
 // measured latency is printed, not asserted).
 inline constexpr std::chrono::seconds kRepairTimeout{30};
 

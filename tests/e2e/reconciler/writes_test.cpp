@@ -1,6 +1,6 @@
-// SPEC §4: "a no-op resync of a stable stack issues zero writes", counted on the Controller's
-// own client (kube::RequestMetrics records every request by verb: GET, LIST, WATCH are reads;
-// POST, PUT, PATCH, DELETE and EXEC are not). And what converging a new Stack costs.
+// docs/spec.md §4: "a no-op resync of a stable stack issues zero writes", counted on the
+// Controller's own client (kube::RequestMetrics records every request by verb: GET, LIST, WATCH are
+// reads; POST, PUT, PATCH, DELETE and EXEC are not). And what converging a new Stack costs.
 #include <iostream>
 #include <map>
 #include <set>

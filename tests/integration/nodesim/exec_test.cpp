@@ -212,7 +212,7 @@ TEST_F(Exec, StdinIsStreamedUntilTheClientClosesIt) {
 }
 
 TEST_F(Exec, BackgroundProcessesOutliveTheExecAsInAContainer) {
-  // How kstack starts `startscript --configure` in the background (SPEC section 5).
+  // How kstack starts `startscript --configure` in the background (docs/spec.md §5).
   auto started = kubectl_exec(control_plane(), ns(), "shell", "app",
                               {"sh", "-c", "sleep 300 >/dev/null 2>&1 & echo started"});
   EXPECT_EQ(started.exit_code, 0) << started.err;
