@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -9,14 +10,17 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include "kube/log_context.h"
+
 namespace kstack::cmd {
 namespace {
 
 constexpr const char* kLoggerName = "kstack";
 constexpr const char* kTextPattern = "%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v";  // colour on a terminal
-// %* is the escaped message (MessageFlag); the time is UTC with milliseconds.
+// %* is the escaped message (MessageFlag), %& the thread's structured fields (FieldsFlag); the
+// time is UTC with milliseconds.
 constexpr const char* kJsonPattern =
-    R"({"ts":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","logger":"%n","msg":"%*"})";
+    R"({"ts":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","logger":"%n","msg":"%*"%&})";
 
 // Length of the valid UTF-8 sequence starting at text[i], or 0 when it is not valid (overlong
 // forms, surrogates and code points above U+10FFFF are invalid too).
@@ -60,7 +64,39 @@ class MessageFlag final : public spdlog::custom_flag_formatter {
   }
 };
 
+// The calling thread's kube::LogFields, as `,"key":"value"` members (formatted on the thread
+// that logs: spdlog's stderr loggers are synchronous).
+class FieldsFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& /*msg*/, const std::tm& /*time*/,
+              spdlog::memory_buf_t& dest) override {
+    std::string out;
+    append_json_log_fields(kube::log_fields(), out);
+    dest.append(out.data(), out.data() + out.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<FieldsFlag>();
+  }
+};
+
 }  // namespace
+
+void append_json_log_fields(const kube::LogFields& fields, std::string& out) {
+  const std::pair<const char*, const std::string*> members[] = {
+      {"stack", &fields.stack},
+      {"namespace", &fields.ns},
+      {"role", &fields.role},
+      {"member", &fields.member},
+      {"reconcile_id", &fields.reconcile_id}};
+  for (const auto& [key, value] : members) {
+    if (value->empty()) continue;
+    out += ",\"";
+    out += key;
+    out += "\":\"";
+    append_json_escaped(*value, out);
+    out += '"';
+  }
+}
 
 LogFormat resolve_log_format(std::string_view name) {
   if (name == "text") return LogFormat::kText;
@@ -113,12 +149,13 @@ void append_json_escaped(std::string_view text, std::string& out) {
 }
 
 void setup_logging(LogFormat format, const std::string& level) {
+  spdlog::drop(kLoggerName);  // set up again (tests): spdlog refuses a second logger of a name
   auto logger = format == LogFormat::kJson ? spdlog::stderr_logger_mt(kLoggerName)
                                            : spdlog::stderr_color_mt(kLoggerName);
   if (format == LogFormat::kJson) {
     auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc,
                                                                  spdlog::details::os::default_eol);
-    formatter->add_flag<MessageFlag>('*').set_pattern(kJsonPattern);
+    formatter->add_flag<MessageFlag>('*').add_flag<FieldsFlag>('&').set_pattern(kJsonPattern);
     logger->set_formatter(std::move(formatter));
   } else {
     logger->set_pattern(kTextPattern);

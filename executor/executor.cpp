@@ -16,6 +16,8 @@
 namespace kstack::executor {
 namespace json = boost::json;
 
+const kube::ResourceType kCoreEvents{"", "v1", "events", "Event", true};
+
 namespace {
 
 // Past this many remembered events, expired ones are dropped on the next post.
@@ -38,16 +40,22 @@ std::string random_hex16() {
   return fmt::format("{:016x}", engine());
 }
 
-// metav1.MicroTime: RFC 3339 in UTC with microseconds, e.g. 2024-05-01T12:00:00.123456Z.
-std::string micro_time_now() {
+// The same instant as metav1.MicroTime (RFC 3339 in UTC with microseconds, e.g.
+// 2024-05-01T12:00:00.123456Z) and as metav1.Time (seconds only, 2024-05-01T12:00:00Z).
+struct EventTimes {
+  std::string micro;
+  std::string seconds;
+};
+EventTimes event_times_now() {
   const auto now = std::chrono::system_clock::now();
   const auto micros =
       std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
   const std::time_t seconds = static_cast<std::time_t>(micros / 1'000'000);
   std::tm tm{};
   ::gmtime_r(&seconds, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros % 1'000'000);
+  auto base = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", tm.tm_year + 1900, tm.tm_mon + 1,
+                          tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return {fmt::format("{}.{:06}Z", base, micros % 1'000'000), base + "Z"};
 }
 
 // The longest prefix of `text` of at most `max_bytes` that does not split a UTF-8 sequence.
@@ -237,20 +245,32 @@ void Executor::event(const json::value& regarding, std::string_view type, std::s
   if (const auto rv = string_at(regarding, "/metadata/resourceVersion"); !rv.empty()) {
     ref["resourceVersion"] = rv;
   }
+  // Posted through core/v1, not events.k8s.io/v1: the latter refuses deprecatedFirstTimestamp,
+  // deprecatedLastTimestamp and deprecatedCount on create ("needs to be unset"), and without
+  // them core/v1 readers such as `kubectl describe` (1.20 sorts by lastTimestamp) list kstack's
+  // Events undated and out of order. core/v1 takes both the new fields (eventTime, action,
+  // reportingComponent/Instance) and the old ones; events.k8s.io/v1 readers see the same Event
+  // with note = message and regarding = involvedObject. Each post is a new Event (duplicates
+  // are dropped above, never counted up), so count is 1 and first = last = now.
+  const auto times = event_times_now();
   const json::value body = {
-      {"apiVersion", kube::resources::kEvents.api_version()},
-      {"kind", kube::resources::kEvents.kind},
+      {"apiVersion", kCoreEvents.api_version()},
+      {"kind", kCoreEvents.kind},
       {"metadata", {{"name", fmt::format("{}.{}", name, random_hex16())}, {"namespace", ns}}},
-      {"eventTime", micro_time_now()},
-      {"reportingController", kReportingController},
+      {"eventTime", times.micro},
+      {"firstTimestamp", times.seconds},
+      {"lastTimestamp", times.seconds},
+      {"count", 1},
+      {"reportingComponent", kReportingController},
       {"reportingInstance", options_.reporting_instance},
+      {"source", {{"component", kReportingController}, {"host", options_.reporting_instance}}},
       {"action", action},
       {"reason", reason},
       {"type", type},
-      {"note", truncate_utf8(note, options_.max_note_bytes)},
-      {"regarding", std::move(ref)}};
+      {"message", truncate_utf8(note, options_.max_note_bytes)},
+      {"involvedObject", std::move(ref)}};
 
-  auto posted = client_->create(kube::resources::kEvents, ns, body);
+  auto posted = client_->create(kCoreEvents, ns, body);
   std::lock_guard lock(mu_);
   if (!posted) {
     // Forget it so that the next identical event is tried again.

@@ -29,6 +29,9 @@ namespace kstack::executor {
 inline constexpr std::string_view kFieldManager = "kstack";
 inline constexpr std::string_view kReportingController = "kstack.io/operator";
 
+// core/v1 Events, the API kstack posts its Events through (see Executor::event).
+extern const kube::ResourceType kCoreEvents;
+
 enum class Change { kNone, kCreated, kUpdated, kDeleted };
 std::string_view to_string(Change change);
 
@@ -76,9 +79,10 @@ class Executor {
                                                   std::string_view resource_version,
                                                   const std::vector<std::string>& finalizers);
 
-  // Posts an events.k8s.io/v1 Event about `regarding` (an object with apiVersion, kind and
-  // metadata). type: "Normal" | "Warning". Best effort: failures are logged, never returned.
-  // Identical events within event_dedup_window are dropped.
+  // Posts an Event about `regarding` (an object with apiVersion, kind and metadata) through
+  // core/v1 with both the events.k8s.io/v1 fields and the deprecated timestamps and count
+  // older clients sort by. type: "Normal" | "Warning". Best effort: failures are logged, never
+  // returned. Identical events within event_dedup_window are dropped.
   void event(const boost::json::value& regarding, std::string_view type, std::string_view reason,
              std::string_view action, std::string_view note);
   // The same for several notes of one reason: they are joined with "; " into as few Events as

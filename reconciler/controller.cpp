@@ -10,6 +10,7 @@
 #include "catalog/model.h"
 #include "informer/informer.h"
 #include "informer/work_queue.h"
+#include "kube/log_context.h"
 #include "reconciler/desired_state.h"
 #include "reconciler/reconciler.h"
 
@@ -255,6 +256,8 @@ void Controller::start_workers() {
   s.workers = std::make_unique<informer::Workers>(
       *s.queue, std::max(1, s.options.workers), [&s](const std::string& key) {
         const auto started = std::chrono::steady_clock::now();
+        // The pass's log fields, also on the failure line below.
+        const kube::LogScope log_scope(Reconciler::pass_log_fields(key));
         auto result = s.reconciler->reconcile(key);
         s.reconciles.fetch_add(1);
         if (result.kind == informer::WorkResult::Kind::kError ||

@@ -53,7 +53,7 @@ void Notifier::send(const std::string& stack_key, const executor::MemberTarget& 
     // In flight or delivered: nothing to do. Failed: the pass decided it is time to retry.
     if (!inserted && it->second.state != Outcome::State::kFailed) return;
     it->second.state = Outcome::State::kInFlight;
-    jobs_.push_back(Job{stack_key, member, arguments, id});
+    jobs_.push_back(Job{stack_key, member, arguments, id, kube::log_fields()});
   }
   cv_.notify_one();
 }
@@ -74,6 +74,7 @@ void Notifier::loop() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
+    const kube::LogScope log_scope(job.log_fields);
     auto result = runner_.run_startscript(job.member, job.arguments);
     std::string error;
     if (!result) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "executor/setup.h"
+#include "kube/log_context.h"
 
 namespace kstack::reconciler {
 
@@ -63,6 +64,7 @@ class Notifier {
     executor::MemberTarget member;
     std::vector<std::string> arguments;
     std::string id;
+    kube::LogFields log_fields;  // the sending pass's, for the lines logged about the job
   };
   static std::string id_of(const executor::MemberTarget& member,
                            const std::vector<std::string>& arguments);

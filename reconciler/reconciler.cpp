@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <random>
 #include <set>
 
 #include <boost/json.hpp>
@@ -239,7 +241,24 @@ bool Reconciler::remove(Pass& pass, const kube::ResourceType& type, const Object
   return true;
 }
 
+kube::LogFields Reconciler::pass_log_fields(std::string_view key) {
+  // 64 random bits: unique enough to grep one pass out of days of logs, cheap to make.
+  thread_local std::mt19937_64 engine{std::random_device{}()};
+  kube::LogFields fields;
+  const auto slash = key.find('/');
+  fields.ns =
+      std::string(slash == std::string_view::npos ? std::string_view{} : key.substr(0, slash));
+  fields.stack = std::string(slash == std::string_view::npos ? key : key.substr(slash + 1));
+  fields.reconcile_id = fmt::format("{:016x}", engine());
+  return fields;
+}
+
 WorkResult Reconciler::reconcile(const std::string& key) {
+  std::optional<kube::LogScope> log_scope;
+  if (const auto& current = kube::log_fields();
+      current.reconcile_id.empty() || informer::object_key(current.ns, current.stack) != key) {
+    log_scope.emplace(pass_log_fields(key));
+  }
   Pass pass;
   pass.object = caches_.stacks->get(key);
   if (!pass.object) return WorkResult::success();  // gone: the garbage collector has the rest

@@ -15,6 +15,7 @@
 #include "executor/executor.h"
 #include "informer/store.h"
 #include "informer/work_queue.h"
+#include "kube/log_context.h"
 #include "observer/observer.h"
 #include "reconciler/desired_state.h"
 #include "reconciler/notifier.h"
@@ -49,8 +50,13 @@ class Reconciler {
   Reconciler(Caches caches, executor::Executor& executor, ReconcilerOptions options = {},
              SetupHooks setup = {});
 
-  // `key` is "<namespace>/<name>" of a Stack.
+  // `key` is "<namespace>/<name>" of a Stack. Every line logged during the pass carries the
+  // Stack, its namespace and a reconcile_id (kube::LogScope): the caller's when it already
+  // opened a pass scope for this key (pass_log_fields), else a new one.
   informer::WorkResult reconcile(const std::string& key);
+
+  // The log fields of a new pass over the Stack `key`: stack, namespace, a fresh reconcile_id.
+  static kube::LogFields pass_log_fields(std::string_view key);
 
   // The Stack keys an event on an owned object (StatefulSet, Service, PVC, Pod) concerns:
   // its controller ownerReference to a Stack, else its kstack.io/stack label.

@@ -105,6 +105,7 @@ kube::Result<std::string> Reconciler::package_payload(const SetupContext& ctx,
 
 void Reconciler::member_setup(SetupContext& ctx, const RolePlan& plan, MemberStatus& m,
                               const PodView& pod) {
+  const kube::LogScope log_scope(kube::with_member(plan.id, m.pod));
   Pass& pass = ctx.pass;
   auto& d = m.state_detail;
   if (!pod.exists || pod.unschedulable || !pod.scheduled) {
@@ -284,6 +285,8 @@ void Reconciler::deliver_notifications(SetupContext& ctx) {
     for (auto& m : plan.status.members) {
       auto& d = m.state_detail;
       if (d.pending_notify_cmds.empty()) continue;
+      // Also captured by the notifier for the lines its threads log about this command.
+      const kube::LogScope log_scope(kube::with_member(plan.id, m.pod));
       // Only a configured, running member with the current configmeta is notified; the others
       // keep their queue (a dead member does not hold anyone else up).
       if (m.state != catalog::kMemberReady || d.last_configured_container.empty() ||

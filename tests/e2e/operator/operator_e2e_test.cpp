@@ -154,6 +154,7 @@ TEST_F(OperatorE2E, WithTheDeployServiceAccountItConvergesAStackAndIsRefusedTheR
   ASSERT_TRUE(token) << token.error();
   std::ifstream log(op.log());
   int lines = 0;
+  int stack_lines = 0;
   for (std::string line; std::getline(log, line); ++lines) {
     EXPECT_EQ(line.find(token->substr(token->size() / 2)), std::string::npos) << "token logged";
     boost::system::error_code ec;
@@ -162,8 +163,17 @@ TEST_F(OperatorE2E, WithTheDeployServiceAccountItConvergesAStackAndIsRefusedTheR
     for (const char* key : {"ts", "level", "logger", "msg"}) {
       EXPECT_TRUE(v.is_object() && v.as_object().contains(key)) << key << " missing: " << line;
     }
+    // A reconcile pass's lines about the Stack carry it, its namespace and the pass's id as
+    // fields, not only inside msg.
+    if (str_at(v, "/msg").starts_with("stack " + ns_ + "/tiny: ")) {
+      ++stack_lines;
+      EXPECT_EQ(str_at(v, "/stack"), "tiny") << line;
+      EXPECT_EQ(str_at(v, "/namespace"), ns_) << line;
+      EXPECT_EQ(str_at(v, "/reconcile_id").size(), 16u) << line;
+    }
   }
   EXPECT_GT(lines, 3);
+  EXPECT_GT(stack_lines, 0) << "no line about creating the Stack's objects";
   // Its own username (for the rules on status and kstack.io/ labels) came from its token.
   EXPECT_NE(op.log_tail(400).find(std::string("operator identity ") + kServiceAccountUser),
             std::string::npos);

@@ -3,9 +3,10 @@
 // and, once they exist, the defaulted objects the server returns cover the desired ones (no
 // write on a second pass); drift is repaired without wiping other managers' fields; deletes
 // honour UID preconditions; status and finalizer writes are optimistic; Events are posted,
-// deduplicated and truncated.
+// deduplicated and truncated, and carry the timestamps core/v1 readers sort by.
 #include "executor/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <ostream>
@@ -410,6 +411,62 @@ TEST_F(ExecutorTest, NotesOfOneReasonAreJoinedIntoAsFewEventsAsFit) {
   }
   std::sort(items.begin(), items.end());
   EXPECT_EQ(items, notes) << "every note exactly once, none cut";
+}
+
+// Blocks until the wall clock enters a new second (core/v1 timestamps have second precision),
+// at most 2 s.
+void wait_for_next_second() {
+  using clock = std::chrono::system_clock;
+  const auto second = std::chrono::floor<std::chrono::seconds>(clock::now());
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (std::chrono::floor<std::chrono::seconds>(clock::now()) == second &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+}
+
+TEST_F(ExecutorTest, EventsReadThroughCoreV1CarryTheTimestampsAndCountOlderClientsSortBy) {
+  // kubectl describe (1.20) lists Events by lastTimestamp: three Events posted in three
+  // different seconds must come out in the order they were posted.
+  const std::vector<std::string> reasons{"Scaled", "Created", "Deleted"};
+  for (const auto& reason : reasons) {
+    wait_for_next_second();
+    executor.event(stack_object, "Normal", reason, "Update", "note of " + reason);
+  }
+  ASSERT_EQ(executor.events_posted(), 3u);
+
+  auto list = client->list(kCoreEvents, ns);
+  ASSERT_TRUE(list) << list.error().to_string();
+  std::vector<json::value> events;
+  for (const auto& e : list->at("items").as_array()) {
+    if (str_at(e, "/involvedObject/uid") == stack.metadata.uid) events.push_back(e);
+  }
+  ASSERT_EQ(events.size(), 3u);
+  for (const auto& e : events) {
+    const auto first = str_at(e, "/firstTimestamp");
+    EXPECT_EQ(first.size(), 20u) << "RFC 3339 in seconds, e.g. 2024-05-01T12:00:00Z: " << e;
+    EXPECT_EQ(str_at(e, "/lastTimestamp"), first) << e;
+    EXPECT_EQ(first.substr(0, 19), str_at(e, "/eventTime").substr(0, 19)) << e;
+    ASSERT_TRUE(e.as_object().contains("count")) << e;
+    EXPECT_EQ(e.at("count"), json::value(1)) << e;
+    EXPECT_EQ(str_at(e, "/message"), "note of " + str_at(e, "/reason"));
+    EXPECT_EQ(str_at(e, "/source/component"), kReportingController);
+  }
+  // kubectl's SortableEvents: lastTimestamp ascending (RFC 3339 strings of one length sort as
+  // the times they name).
+  std::sort(events.begin(), events.end(), [](const json::value& a, const json::value& b) {
+    return str_at(a, "/lastTimestamp") < str_at(b, "/lastTimestamp");
+  });
+  std::vector<std::string> listed;
+  for (const auto& e : events) listed.push_back(str_at(e, "/reason"));
+  EXPECT_EQ(listed, reasons);
+
+  // The events.k8s.io/v1 view of the same Events: the deprecated fields are the same values.
+  for (const auto& e : events_about(*client, ns, stack.metadata.uid, "Scaled")) {
+    EXPECT_EQ(str_at(e, "/deprecatedLastTimestamp"), str_at(events[0], "/lastTimestamp"));
+    EXPECT_EQ(e.at("deprecatedCount"), json::value(1));
+    EXPECT_EQ(str_at(e, "/reportingController"), kReportingController);
+  }
 }
 
 }  // namespace
