@@ -244,6 +244,7 @@ void StackSetupTest::SetUp() {
   options.notifier.max_attempts = 3;
   options.notifier.first_retry = std::chrono::milliseconds(200);
   options.notifier.max_retry = std::chrono::milliseconds(1000);
+  adjust_controller(options);
   start_controller(std::move(options));
   ASSERT_TRUE(controller_) << "the controller did not start";
 }

@@ -101,6 +101,8 @@ class ImageFile {
 class StackSetupTest : public ReconcilerTest {
  protected:
   void SetUp() override;
+  // A test's changes to the Controller's options, before SetUp starts it.
+  virtual void adjust_controller(reconciler::ControllerOptions& /*options*/) {}
 
   // ConfigMap `name` with binaryData[key] = bytes.
   void create_package_configmap(const std::string& name, const std::string& key,
