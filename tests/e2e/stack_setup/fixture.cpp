@@ -280,6 +280,14 @@ kube::ExecResult StackSetupTest::exec(const std::string& pod,
   return failed;
 }
 
+bool StackSetupTest::exists(const std::string& pod, std::string_view path) {
+  auto r = exec(
+      pod, {"sh", "-c", "if [ -e \"$0\" ]; then echo yes; else echo no; fi", std::string(path)});
+  EXPECT_TRUE(r.stdout_data == "yes\n" || r.stdout_data == "no\n")
+      << pod << ": test -e " << path << ": " << r.stdout_data << r.stderr_data;
+  return r.stdout_data == "yes\n";
+}
+
 std::string StackSetupTest::read(const std::string& pod, std::string_view path) {
   auto r = exec(pod, {"cat", std::string(path)});
   EXPECT_EQ(r.exit_code, 0) << pod << ": cat " << path << ": " << r.stderr_data;

@@ -113,6 +113,9 @@ class StackSetupTest : public ReconcilerTest {
                      const std::vector<std::string>& persist_dirs = {"/data"});
   // Runs argv in the member's container "app"; a transport error fails the test.
   kube::ExecResult exec(const std::string& pod, const std::vector<std::string>& argv);
+  // Whether `path` exists in the member's container; told on stdout, so it does not depend on
+  // an exec protocol that carries exit codes.
+  bool exists(const std::string& pod, std::string_view path);
   // A file's content in the member's container (empty, with a failure, when cat fails).
   std::string read(const std::string& pod, std::string_view path);
   std::vector<LogEntry> setup_log(const std::string& pod);
