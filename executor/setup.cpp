@@ -2,7 +2,8 @@
 // exec. The scripts report what went wrong through the exit codes below, which map to kInvalid
 // (the setup is wrong) or a transient error; output that must be parsed is framed with byte
 // counts. Stdin is always bounded by a count given as an argument (`head -c N`): kubelets
-// before 1.30 never deliver end of file on stdin.
+// before 1.30 never deliver end of file on stdin. Every script also writes its exit code as the
+// last line of its stderr, for channel.k8s.io, which says only "non-zero" (kube/exec.h).
 #include "executor/setup.h"
 
 #include <algorithm>
@@ -141,6 +142,31 @@ emit "$o" "$n"
 emit "$e" "$n"
 )";
 
+// The script in a subshell, whose exit code (whatever way it exits) follows its stderr as
+// kExitTrailer + code + "\n". The script still sees the positional arguments.
+constexpr std::string_view kExitTrailer = "\nkstack-exit ";
+constexpr std::string_view kReportExit = R"(c=$?
+printf '\nkstack-exit %d\n' "$c" >&2
+exit $c
+)";
+std::string reporting_exit(std::string_view script) {
+  return fmt::format("(\n{}\n)\n{}", script, kReportExit);
+}
+
+// Removes the trailer from `stderr_data`; the code it holds, if it is there whole (output past
+// the stderr bound drops it).
+std::optional<int> take_exit_trailer(std::string& stderr_data) {
+  const auto at = stderr_data.rfind(kExitTrailer);
+  if (at == std::string::npos || stderr_data.back() != '\n') return std::nullopt;
+  const char* first = stderr_data.data() + at + kExitTrailer.size();
+  const char* last = stderr_data.data() + stderr_data.size() - 1;
+  int code = 0;
+  auto [end, ec] = std::from_chars(first, last, code);
+  if (ec != std::errc() || end != last) return std::nullopt;
+  stderr_data.resize(at);
+  return code;
+}
+
 std::string with_emit(std::string_view body) {
   std::string s(kEmitFunction);
   s.append(body);
@@ -246,7 +272,7 @@ struct Step {
 kube::Result<kube::ExecResult> run_step(kube::Client& client, const MemberTarget& member,
                                         const Step& step,
                                         const std::vector<std::string_view>& pieces = {}) {
-  std::vector<std::string> argv = {"sh", "-c", step.script, "kstack-setup"};
+  std::vector<std::string> argv = {"sh", "-c", reporting_exit(step.script), "kstack-setup"};
   argv.insert(argv.end(), step.args.begin(), step.args.end());
   kube::ExecOptions o;
   o.container = "app";
@@ -269,6 +295,8 @@ kube::Result<kube::ExecResult> run_step(kube::Client& client, const MemberTarget
         fmt::format("{} in pod {}/{}: {}", step.name, member.namespace_name, member.pod, e.message);
     return tl::unexpected(std::move(e));
   }
+  const auto reported = take_exit_trailer(r->stderr_data);
+  if (r->exit_code == kube::kExitCodeUnknown && reported) r->exit_code = *reported;
   spdlog::debug("setup step {} namespace={} member={} exit={}", step.name, member.namespace_name,
                 member.pod, r->exit_code);
   if (r->exit_code == 126 || r->exit_code == 127) {  // no sh, or a tool the script needs

@@ -25,8 +25,8 @@
 //    ignores (it writes zero bytes). So where only v4 is spoken — a cluster older than 1.30 whose
 //    kubelet answers — a command fed stdin must stop reading on its own: give it the byte count
 //    (`head -c N`, a length-prefixed format) rather than relying on end of file. kstack's node
-//    simulator (tests/nodesim) speaks v5, and the 1.20 API server passes the offer through to
-//    it, so the tests get a real end of file.
+//    simulator (tests/nodesim) speaks v5 (the 1.20 API server passes the offer through to it),
+//    and, told so, only v4 or only channel.k8s.io: the exec and setup e2e tests run against each.
 //  - The exchange ends when the server closes the connection (after the status).
 //
 // Errors: a handshake answered with anything but 101 is the typed Error from the server's Status

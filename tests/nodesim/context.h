@@ -48,6 +48,8 @@ struct Options {
   std::string instance_id;                 // annotation kInstanceAnnotation, for launchers
   std::string bwrap = "/usr/bin/bwrap";
   int kubelet_workers = 4;
+  // Exec subprotocols served, comma-separated (exec_protocol.h); "" = all of them.
+  std::string exec_protocols;
 };
 
 namespace resources {

@@ -3,6 +3,7 @@
 // metadata, status, message, reason, details.
 #include "tests/nodesim/exec_protocol.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -42,16 +43,57 @@ bool truthy(std::string_view v) { return v == "1" || v == "true" || v == "True";
 // A valid object name segment: not empty, no '/', not "." or "..".
 bool valid_segment(std::string_view s) { return !s.empty() && s != "." && s != ".."; }
 
+bool contains(const ProtocolSet& set, StreamProtocol protocol) {
+  return std::find(set.begin(), set.end(), protocol) != set.end();
+}
+
 }  // namespace
 
-std::optional<NegotiatedProtocol> negotiate_protocol(std::string_view header) {
+ProtocolSet all_protocols() {
+  ProtocolSet all;
+  for (const auto& entry : kProtocols) all.push_back(entry.second);
+  return all;
+}
+
+std::string_view protocol_name(StreamProtocol protocol) {
+  for (const auto& [name, p] : kProtocols) {
+    if (p == protocol) return name;
+  }
+  return {};
+}
+
+tl::expected<ProtocolSet, std::string> parse_protocol_set(std::string_view names) {
+  ProtocolSet set;
+  while (true) {
+    auto comma = names.find(',');
+    std::string_view name = trim(names.substr(0, comma));
+    auto known = std::find_if(kProtocols.begin(), kProtocols.end(),
+                              [&](const auto& entry) { return entry.first == name; });
+    if (known == kProtocols.end()) {
+      return tl::unexpected(fmt::format(
+          "unknown exec subprotocol \"{}\" (channel.k8s.io, v2/v3/v4/v5.channel.k8s.io)", name));
+    }
+    if (!contains(set, known->second)) set.push_back(known->second);
+    if (comma == std::string_view::npos) break;
+    names.remove_prefix(comma + 1);
+  }
+  return set;
+}
+
+std::optional<NegotiatedProtocol> negotiate_protocol(std::string_view header,
+                                                     const ProtocolSet& offered_by_server) {
   header = trim(header);
-  if (header.empty()) return NegotiatedProtocol{StreamProtocol::kV1, ""};
+  if (header.empty()) {
+    if (!contains(offered_by_server, StreamProtocol::kV1)) return std::nullopt;
+    return NegotiatedProtocol{StreamProtocol::kV1, ""};
+  }
   while (!header.empty()) {
     auto comma = header.find(',');
     std::string_view offered = trim(header.substr(0, comma));
     for (const auto& [name, protocol] : kProtocols) {
-      if (offered == name) return NegotiatedProtocol{protocol, std::string(name)};
+      if (offered == name && contains(offered_by_server, protocol)) {
+        return NegotiatedProtocol{protocol, std::string(name)};
+      }
     }
     if (comma == std::string_view::npos) break;
     header.remove_prefix(comma + 1);

@@ -34,11 +34,21 @@ struct NegotiatedProtocol {
   std::string name;  // echoed in Sec-WebSocket-Protocol; empty when the client offered none
 };
 
+// The subprotocols a server offers. Every one by default, as a kubelet 1.30+ (with v5); a kubelet
+// before 1.30 has no v5, and tests restrict further to exercise a client's fallbacks.
+using ProtocolSet = std::vector<StreamProtocol>;
+ProtocolSet all_protocols();
+std::string_view protocol_name(StreamProtocol protocol);
+
+// "v4.channel.k8s.io,channel.k8s.io" -> {kV4, kV1}; the error names an unknown or missing entry.
+tl::expected<ProtocolSet, std::string> parse_protocol_set(std::string_view names);
+
 // Picks the first protocol of the client's comma-separated Sec-WebSocket-Protocol list that is
-// supported (the client's preference wins, as in the kubelet's wsstream). No header: v1
-// semantics without a subprotocol. nullopt: nothing offered is supported (base64 variants are
-// not).
-std::optional<NegotiatedProtocol> negotiate_protocol(std::string_view header);
+// in `offered` (the client's preference wins, as in the kubelet's wsstream). No header: v1
+// semantics without a subprotocol, if v1 is offered. nullopt: nothing the client offered is
+// (base64 variants never are).
+std::optional<NegotiatedProtocol> negotiate_protocol(std::string_view header,
+                                                     const ProtocolSet& offered = all_protocols());
 
 struct ExecParams {
   std::string namespace_name;

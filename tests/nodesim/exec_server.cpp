@@ -321,6 +321,7 @@ struct ExecServer::Impl {
   Impl(Runtime& r, ExecServerOptions o) : runtime(r), options(std::move(o)) {}
 
   awaitable<void> accept_loop();
+  std::string served_protocols() const;
   awaitable<void> session(Tcp::socket socket);
 
   // Order matters: sessions still pending when the io_context is destroyed use `ssl`.
@@ -333,6 +334,15 @@ struct ExecServer::Impl {
   int port = 0;
   std::once_flag stopped;
 };
+
+std::string ExecServer::Impl::served_protocols() const {
+  std::string names;
+  for (auto protocol : options.protocols) {
+    if (!names.empty()) names += ", ";
+    names += protocol_name(protocol);
+  }
+  return names;
+}
 
 awaitable<void> ExecServer::Impl::accept_loop() {
   for (;;) {
@@ -386,11 +396,12 @@ awaitable<void> ExecServer::Impl::session(Tcp::socket socket) {
     co_return;
   }
   auto offered = req[http::field::sec_websocket_protocol];
-  auto negotiated = negotiate_protocol(std::string_view(offered.data(), offered.size()));
+  auto negotiated =
+      negotiate_protocol(std::string_view(offered.data(), offered.size()), options.protocols);
   if (!negotiated) {
     co_await respond(stream, req, http::status::bad_request,
-                     "none of the offered subprotocols is supported (channel.k8s.io, "
-                     "v2/v3/v4/v5.channel.k8s.io)\n");
+                     "none of the offered subprotocols is supported (this node serves " +
+                         served_protocols() + ")\n");
     co_return;
   }
 

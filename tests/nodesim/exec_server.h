@@ -11,6 +11,7 @@
 
 #include <tl/expected.hpp>
 
+#include "tests/nodesim/exec_protocol.h"
 #include "tests/nodesim/runtime.h"
 
 namespace kstack::nodesim {
@@ -29,6 +30,8 @@ struct ExecServerOptions {
   int threads = 2;
   std::string cert_pem;
   std::string key_pem;
+  // Subprotocols served; a client offering none of them is refused with 400.
+  ProtocolSet protocols = all_protocols();
 };
 
 class ExecServer {

@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
   app.add_option("--bwrap", o.bwrap, "Path of bubblewrap")->capture_default_str();
   app.add_option("--kubelet-workers", o.kubelet_workers, "Pods handled at once")
       ->capture_default_str();
+  app.add_option("--exec-protocols", o.exec_protocols,
+                 "Exec subprotocols served, comma-separated (e.g. v4.channel.k8s.io, as a kubelet "
+                 "before 1.30); default: channel.k8s.io and v2 to v5");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   try {

@@ -121,8 +121,13 @@ tl::expected<void, std::string> Simulator::init(Options options) {
   // Endpoints first: the Node advertises their ports.
   auto cert = self_signed_certificate({"IP:127.0.0.1", "DNS:localhost", "DNS:" + o.node_name});
   if (!cert) return tl::unexpected(cert.error());
-  auto exec = ExecServer::start(*runtime_,
-                                ExecServerOptions{"127.0.0.1", o.port, 2, cert->cert, cert->key});
+  ExecServerOptions exec_options{"127.0.0.1", o.port, 2, cert->cert, cert->key};
+  if (!o.exec_protocols.empty()) {
+    auto protocols = parse_protocol_set(o.exec_protocols);
+    if (!protocols) return tl::unexpected("--exec-protocols: " + protocols.error());
+    exec_options.protocols = std::move(*protocols);
+  }
+  auto exec = ExecServer::start(*runtime_, std::move(exec_options));
   if (!exec) return tl::unexpected("exec endpoint: " + exec.error());
   exec_ = std::move(*exec);
   auto control = ControlServer::start("127.0.0.1", o.control_port,

@@ -52,6 +52,11 @@ bool node_ready(const json::value& node, const std::string& instance_id) {
 
 }  // namespace
 
+std::string default_exec_protocols() {
+  const char* env = std::getenv("KSTACK_NODESIM_EXEC_PROTOCOLS");
+  return env != nullptr ? env : "";
+}
+
 tl::expected<std::unique_ptr<NodeSimulator>, std::string> NodeSimulator::start(
     const ControlPlane& control_plane, NodeSimulatorOptions options) {
   static std::atomic<int> counter{0};
@@ -82,6 +87,10 @@ tl::expected<std::unique_ptr<NodeSimulator>, std::string> NodeSimulator::start(
       "--log-level=" + options.log_level,
   };
   if (!labels.empty()) argv.push_back("--labels=" + labels);
+  if (options.exec_protocols.empty()) options.exec_protocols = default_exec_protocols();
+  if (!options.exec_protocols.empty()) {
+    argv.push_back("--exec-protocols=" + options.exec_protocols);
+  }
   argv.insert(argv.end(), options.extra_args.begin(), options.extra_args.end());
 
   std::unique_ptr<NodeSimulator> sim(new NodeSimulator(options));

@@ -34,8 +34,15 @@ struct NodeSimulatorOptions {
   std::filesystem::path state_dir;
   std::chrono::seconds ready_timeout{60};
   std::string log_level = "info";
+  // Exec subprotocols the node serves (--exec-protocols), e.g. "v4.channel.k8s.io" as a kubelet
+  // before 1.30. Default: $KSTACK_NODESIM_EXEC_PROTOCOLS (so one test binary runs against each
+  // from ctest), else every one the simulator knows (v5 first choice).
+  std::string exec_protocols;
   std::vector<std::string> extra_args;
 };
+
+// The exec subprotocols a simulator started with default options serves ("" = all).
+std::string default_exec_protocols();
 
 class NodeSimulator {
  public:
@@ -59,6 +66,8 @@ class NodeSimulator {
   int control_port() const { return control_port_; }
   const std::filesystem::path& state_dir() const { return options_.state_dir; }
   const std::filesystem::path& log() const { return process_.log(); }
+  // "" when it serves every subprotocol.
+  const std::string& exec_protocols() const { return options_.exec_protocols; }
 
   // Test controls. Restart: new container ID(s), restartCount + 1, private directories wiped
   // (PVC data kept), lastState.terminated.exitCode = exit_code. Fail: containers terminated

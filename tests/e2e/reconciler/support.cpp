@@ -495,4 +495,38 @@ tl::expected<json::value, std::string> ReconcilerTest::wait_settled(const std::s
   return wait_stack_ready(*client_, ns_, stack, timeout);
 }
 
+bool is_read(const std::string& verb) { return verb == "GET" || verb == "LIST" || verb == "WATCH"; }
+
+RequestCounts counts_since(const RequestCounts& before, const RequestCounts& after) {
+  RequestCounts d;
+  for (const auto& [key, n] : after) {
+    auto it = before.find(key);
+    const auto was = it == before.end() ? 0 : it->second;
+    if (n > was) d[key] = n - was;
+  }
+  return d;
+}
+
+std::string format_counts(const RequestCounts& counts) {
+  std::string out;
+  for (const auto& [key, n] : counts) out += fmt::format("  {} {}: {}\n", key.first, key.second, n);
+  return out.empty() ? "  (none)\n" : out;
+}
+
+std::uint64_t write_count(const RequestCounts& counts) {
+  std::uint64_t n = 0;
+  for (const auto& [key, count] : counts) {
+    if (!is_read(key.first)) n += count;
+  }
+  return n;
+}
+
+std::map<std::string, std::uint64_t> writes_by_verb(const RequestCounts& counts) {
+  std::map<std::string, std::uint64_t> by_verb;
+  for (const auto& [key, count] : counts) {
+    if (!is_read(key.first)) by_verb[key.first] += count;
+  }
+  return by_verb;
+}
+
 }  // namespace kstack::testenv::e2e

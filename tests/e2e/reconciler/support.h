@@ -192,4 +192,16 @@ class ReconcilerTest : public ::testing::Test {
 // Every replica of the StatefulSet ready and on its update revision.
 bool rolled_out(const boost::json::value& stateful_set);
 
+// ---- request counters (kube::RequestMetrics, by verb and HTTP code) ----
+
+using RequestCounts = std::map<kube::RequestMetrics::Key, std::uint64_t>;
+// GET, LIST and WATCH; every other verb (POST, PUT, PATCH, DELETE, EXEC) writes or acts.
+bool is_read(const std::string& verb);
+// What `after` counted beyond `before`.
+RequestCounts counts_since(const RequestCounts& before, const RequestCounts& after);
+// One "  VERB code: n" line each, for test output.
+std::string format_counts(const RequestCounts& counts);
+std::uint64_t write_count(const RequestCounts& counts);
+std::map<std::string, std::uint64_t> writes_by_verb(const RequestCounts& counts);
+
 }  // namespace kstack::testenv::e2e

@@ -1,9 +1,8 @@
 // docs/spec.md §4: "a no-op resync of a stable stack issues zero writes", counted on the
 // Controller's own client (kube::RequestMetrics records every request by verb: GET, LIST, WATCH are
-// reads; POST, PUT, PATCH, DELETE and EXEC are not). And what converging a new Stack costs.
+// reads; POST, PUT, PATCH, DELETE and EXEC are not). And what converging a new Stack costs. The
+// same for Stacks with setup packages, PVCs and notifications: tests/e2e/stack_setup.
 #include <iostream>
-#include <map>
-#include <set>
 #include <string>
 
 #include <boost/json.hpp>
@@ -19,44 +18,9 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 using catalog::resources::kStacks;
-using Counts = std::map<kube::RequestMetrics::Key, std::uint64_t>;
 
 constexpr std::uint64_t kStableStacks = 20;
 constexpr std::uint64_t kResyncPasses = 10;
-
-bool is_read(const std::string& verb) { return verb == "GET" || verb == "LIST" || verb == "WATCH"; }
-
-Counts delta(const Counts& before, const Counts& after) {
-  Counts d;
-  for (const auto& [key, n] : after) {
-    auto it = before.find(key);
-    const auto was = it == before.end() ? 0 : it->second;
-    if (n > was) d[key] = n - was;
-  }
-  return d;
-}
-
-std::string format(const Counts& counts) {
-  std::string out;
-  for (const auto& [key, n] : counts) out += fmt::format("  {} {}: {}\n", key.first, key.second, n);
-  return out.empty() ? "  (none)\n" : out;
-}
-
-std::uint64_t writes(const Counts& counts) {
-  std::uint64_t n = 0;
-  for (const auto& [key, count] : counts) {
-    if (!is_read(key.first)) n += count;
-  }
-  return n;
-}
-
-std::map<std::string, std::uint64_t> writes_by_verb(const Counts& counts) {
-  std::map<std::string, std::uint64_t> by_verb;
-  for (const auto& [key, count] : counts) {
-    if (!is_read(key.first)) by_verb[key.first] += count;
-  }
-  return by_verb;
-}
 
 TEST_F(ReconcilerTest, StableStacksCostNoWritesOnResyncAndANewStackOnlyAFewPerObject) {
   auto options = controller_options(ns_);
@@ -91,12 +55,13 @@ TEST_F(ReconcilerTest, StableStacksCostNoWritesOnResyncAndANewStackOnlyAFewPerOb
   ASSERT_TRUE(wait_until(
       [&] { return controller.stats().resyncs >= passes + kResyncPasses * kStableStacks; }, 60s))
       << kResyncPasses << " resync passes over " << kStableStacks << " Stacks";
-  const auto stable = delta(before, metrics.snapshot());
+  const auto stable = counts_since(before, metrics.snapshot());
   std::cout << "[ writes ] " << controller.stats().resyncs - passes << " resyncs, "
             << controller.stats().reconciles - reconciles << " reconciles of stable Stacks; "
             << "requests:\n"
-            << format(stable);
-  EXPECT_EQ(writes(stable), 0u) << "a no-op resync issues zero writes:\n" << format(stable);
+            << format_counts(stable);
+  EXPECT_EQ(write_count(stable), 0u) << "a no-op resync issues zero writes:\n"
+                                     << format_counts(stable);
 
   // A new 5-member Stack from scratch. The floor is 13 object writes (headless Service, 2
   // StatefulSets, 5 member Services, 5 PVC adoptions) + the finalizer; on top come status
@@ -114,12 +79,12 @@ TEST_F(ReconcilerTest, StableStacksCostNoWritesOnResyncAndANewStackOnlyAFewPerOb
   passes = controller.stats().resyncs;
   ASSERT_TRUE(
       wait_until([&] { return controller.stats().resyncs >= passes + kStableStacks + 1; }, 30s));
-  const auto converge = delta(before_new, metrics.snapshot());
+  const auto converge = counts_since(before_new, metrics.snapshot());
   std::cout << "[ writes ] converging a new 5-member Stack (2 roles, storage), requests:\n"
-            << format(converge) << "[ writes ] writes by verb:";
+            << format_counts(converge) << "[ writes ] writes by verb:";
   for (const auto& [verb, n] : writes_by_verb(converge)) std::cout << " " << verb << "=" << n;
-  std::cout << " total=" << writes(converge) << "\n";
-  EXPECT_LE(writes(converge), kMaxConvergeWrites) << format(converge);
+  std::cout << " total=" << write_count(converge) << "\n";
+  EXPECT_LE(write_count(converge), kMaxConvergeWrites) << format_counts(converge);
   EXPECT_EQ(writes_by_verb(converge)["DELETE"], 0u) << "nothing to delete when creating";
 }
 

@@ -244,6 +244,7 @@ void StackSetupTest::SetUp() {
   options.notifier.max_attempts = 3;
   options.notifier.first_retry = std::chrono::milliseconds(200);
   options.notifier.max_retry = std::chrono::milliseconds(1000);
+  adjust_controller(options);
   start_controller(std::move(options));
   ASSERT_TRUE(controller_) << "the controller did not start";
 }
@@ -277,6 +278,14 @@ kube::ExecResult StackSetupTest::exec(const std::string& pod,
   kube::ExecResult failed;
   failed.exit_code = -1;
   return failed;
+}
+
+bool StackSetupTest::exists(const std::string& pod, std::string_view path) {
+  auto r = exec(
+      pod, {"sh", "-c", "if [ -e \"$0\" ]; then echo yes; else echo no; fi", std::string(path)});
+  EXPECT_TRUE(r.stdout_data == "yes\n" || r.stdout_data == "no\n")
+      << pod << ": test -e " << path << ": " << r.stdout_data << r.stderr_data;
+  return r.stdout_data == "yes\n";
 }
 
 std::string StackSetupTest::read(const std::string& pod, std::string_view path) {

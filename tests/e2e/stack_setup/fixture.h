@@ -101,6 +101,8 @@ class ImageFile {
 class StackSetupTest : public ReconcilerTest {
  protected:
   void SetUp() override;
+  // A test's changes to the Controller's options, before SetUp starts it.
+  virtual void adjust_controller(reconciler::ControllerOptions& /*options*/) {}
 
   // ConfigMap `name` with binaryData[key] = bytes.
   void create_package_configmap(const std::string& name, const std::string& key,
@@ -111,6 +113,9 @@ class StackSetupTest : public ReconcilerTest {
                      const std::vector<std::string>& persist_dirs = {"/data"});
   // Runs argv in the member's container "app"; a transport error fails the test.
   kube::ExecResult exec(const std::string& pod, const std::vector<std::string>& argv);
+  // Whether `path` exists in the member's container; told on stdout, so it does not depend on
+  // an exec protocol that carries exit codes.
+  bool exists(const std::string& pod, std::string_view path);
   // A file's content in the member's container (empty, with a failure, when cat fails).
   std::string read(const std::string& pod, std::string_view path);
   std::vector<LogEntry> setup_log(const std::string& pod);

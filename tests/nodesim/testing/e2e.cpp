@@ -1,6 +1,7 @@
 // e2e environment and helpers (see e2e.h).
 #include "tests/nodesim/testing/e2e.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <random>
@@ -11,6 +12,7 @@
 #include <boost/json/serialize.hpp>
 #include <fmt/format.h>
 
+#include "kube/exec.h"
 #include "tests/testenv/environment.h"
 
 namespace kstack::testenv::e2e {
@@ -314,6 +316,24 @@ CommandResult kubectl_exec(const ControlPlane& cp, const std::string& ns, const 
                        input.value_or(std::string()), std::chrono::seconds(120));
   if (!r) return CommandResult{-1, {}, r.error()};
   return *r;
+}
+
+std::string expected_exec_protocol() {
+  const std::string served = default_exec_protocols();
+  std::vector<std::string> names;
+  std::istringstream list(served);
+  for (std::string name; std::getline(list, name, ',');) {
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    names.push_back(name);
+  }
+  for (auto offered : {kube::exec_detail::kProtocolV5, kube::exec_detail::kProtocolV4,
+                       kube::exec_detail::kProtocolV1}) {
+    if (served.empty() || std::find(names.begin(), names.end(), offered) != names.end()) {
+      return std::string(offered);
+    }
+  }
+  return {};
 }
 
 }  // namespace kstack::testenv::e2e

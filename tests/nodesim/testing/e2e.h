@@ -107,6 +107,11 @@ tl::expected<void, std::string> wait_for_absent(kube::Client& client,
                                                 const std::string& ns, const std::string& name,
                                                 std::chrono::seconds timeout);
 
+// The exec subprotocol kube::exec negotiates with a simulator started with default options:
+// its first choice (kube/exec.h) among default_exec_protocols() (KSTACK_NODESIM_EXEC_PROTOCOLS;
+// ctest runs some binaries against v4-only and channel.k8s.io-only nodes), "" if none.
+std::string expected_exec_protocol();
+
 // A kubectl that speaks WebSocket exec (v5.channel.k8s.io, kubectl >= 1.30): $KSTACK_WS_KUBECTL,
 // else the newest /usr/lib/google-cloud-sdk/bin/kubectl.1.3x, else `kubectl` from PATH. The
 // testenv's kubectl 1.20 only speaks SPDY, which no simulator serves.

@@ -75,6 +75,32 @@ TEST(Negotiation, NoHeaderMeansV1WithoutSubprotocol) {
   EXPECT_FALSE(negotiate_protocol("v4.base64.channel.k8s.io"));
 }
 
+TEST(Negotiation, AServerRestrictedToOldProtocolsPicksTheClientsBestRemainingChoice) {
+  const std::string offer = "v5.channel.k8s.io, v4.channel.k8s.io, channel.k8s.io";
+  auto v4 = negotiate_protocol(offer, {StreamProtocol::kV4});
+  ASSERT_TRUE(v4);
+  EXPECT_EQ(v4->protocol, StreamProtocol::kV4);
+  EXPECT_EQ(v4->name, "v4.channel.k8s.io");
+  auto v1 = negotiate_protocol(offer, {StreamProtocol::kV1});
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(v1->protocol, StreamProtocol::kV1);
+  EXPECT_EQ(v1->name, "channel.k8s.io");
+  EXPECT_FALSE(negotiate_protocol("v5.channel.k8s.io", {StreamProtocol::kV4}));
+  EXPECT_FALSE(negotiate_protocol("", {StreamProtocol::kV4}));  // no header means v1
+}
+
+TEST(Negotiation, ProtocolSetsParseFromNamesAndRejectUnknownOnes) {
+  auto set = parse_protocol_set("v4.channel.k8s.io, channel.k8s.io,v4.channel.k8s.io");
+  ASSERT_TRUE(set) << set.error();
+  EXPECT_EQ(*set, (ProtocolSet{StreamProtocol::kV4, StreamProtocol::kV1}));
+  auto unknown = parse_protocol_set("v4.channel.k8s.io,v6.channel.k8s.io");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().find("\"v6.channel.k8s.io\""), std::string::npos) << unknown.error();
+  EXPECT_FALSE(parse_protocol_set(""));
+  EXPECT_EQ(all_protocols().front(), StreamProtocol::kV5);
+  EXPECT_EQ(protocol_name(StreamProtocol::kV1), "channel.k8s.io");
+}
+
 TEST(Status, SuccessIsTheKubeletsExactPayload) {
   EXPECT_EQ(success_status(), R"({"metadata":{},"status":"Success"})");
 }
