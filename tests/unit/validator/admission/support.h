@@ -1,6 +1,6 @@
-// Helpers of the admission integration tests (header-only: the folder's *_test.cpp files are
-// globbed into one binary): self-signed certificates made with the OpenSSL API, a raw TLS client
-// for byte-level tests (slow clients, peer certificate fingerprints), a scriptable
+// Helpers of the admission server tests (header-only; used by the unit tests of this folder and
+// by tests/integration/admission): self-signed certificates made with the OpenSSL API, a raw TLS
+// client for byte-level tests (slow clients, peer certificate fingerprints), a scriptable
 // AdmissionHandler, AdmissionReview bodies, and a running server with a kube transport to it.
 #pragma once
 
