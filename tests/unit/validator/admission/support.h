@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -124,6 +125,13 @@ inline TestCert make_self_signed(const std::string& common_name) {
 }
 
 // ---- A raw TLS client ---------------------------------------------------------------------
+
+// OpenSSL writes to the socket with write(): when the server closed first (at its connection
+// limit), the write must fail with EPIPE rather than kill the test process with SIGPIPE.
+inline const bool kSigpipeIgnored = [] {
+  std::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
 
 // Blocking OpenSSL client on a socket with poll()-based deadlines. No certificate
 // verification: tests look at the peer certificate's fingerprint instead.
