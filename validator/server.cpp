@@ -11,6 +11,7 @@
 // its whole life, so a swap neither restarts anything nor disturbs established connections.
 #include "validator/server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -35,6 +36,7 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include "validator/tls_context.h"
@@ -61,6 +63,16 @@ constexpr std::size_t kDrainBufferBytes = 64u << 10;
 constexpr std::chrono::milliseconds kTlsShutdownTimeout{1000};  // waiting for close_notify
 constexpr std::chrono::milliseconds kAcceptRetryDelay{100};     // after EMFILE and the like
 constexpr std::size_t kIdleBufferBytes = 64u << 10;             // kept between requests
+// Allocations this large are mmap()ed, and so returned to the system when freed. glibc's
+// default (128 KiB) rises to the size of any such block freed, after which request bodies
+// (up to 3 MiB) come from the heap and its pages stay with the process.
+constexpr int kMmapThresholdBytes = 256 << 10;
+// Once this many connections were open, the heap's free pages are handed back (malloc_trim)
+// when the count falls to a quarter of that peak: a burst of connections leaves ~50 KiB of
+// small blocks each, freed but kept by the allocator.
+constexpr std::size_t kTrimPeakConnections = 64;
+// How often a refused connection is logged: the first, then every this many.
+constexpr std::uint64_t kRefusalLogEvery = 1000;
 
 class Session;
 
@@ -73,6 +85,21 @@ struct Shared {
   AdmissionHandler& handler;
   std::atomic<bool> stopping{false};
   std::atomic<std::uint64_t> requests{0}, rejected{0}, connections{0}, timeouts{0};
+  std::atomic<std::uint64_t> refused_connections{0}, admitted_bodies{0}, busy{0}, trims{0};
+  std::atomic<std::uint64_t> body_bytes_held{0};
+
+  // Takes `bytes` of the body budget; false (nothing taken) when they do not fit.
+  bool reserve_body(std::size_t bytes) {
+    std::size_t taken = inflight_body_bytes.load();
+    do {
+      if (bytes >
+          options.max_inflight_body_bytes - std::min(taken, options.max_inflight_body_bytes))
+        return false;
+    } while (!inflight_body_bytes.compare_exchange_weak(taken, taken + bytes));
+    return true;
+  }
+  void release_body(std::size_t bytes) { inflight_body_bytes.fetch_sub(bytes); }
+  std::atomic<std::size_t> inflight_body_bytes{0};
 
   std::shared_ptr<ssl::context> context() {
     std::lock_guard lock(context_mu_);
@@ -88,12 +115,17 @@ struct Shared {
     std::lock_guard lock(sessions_mu);
     const std::uint64_t id = next_session_id++;
     sessions.emplace(id, std::move(s));
+    peak_sessions = std::max(peak_sessions, sessions.size());
     return id;
   }
-  void remove_session(std::uint64_t id) {
+  // True when the heap should be trimmed now (see kTrimPeakConnections).
+  bool remove_session(std::uint64_t id) {
     std::lock_guard lock(sessions_mu);
     sessions.erase(id);
     if (sessions.empty()) sessions_cv.notify_all();
+    if (peak_sessions < kTrimPeakConnections || sessions.size() > peak_sessions / 4) return false;
+    peak_sessions = sessions.size();
+    return true;
   }
   std::uint64_t active_sessions() {
     std::lock_guard lock(sessions_mu);
@@ -104,6 +136,7 @@ struct Shared {
   std::condition_variable sessions_cv;
   std::unordered_map<std::uint64_t, std::weak_ptr<Session>> sessions;
   std::uint64_t next_session_id = 1;
+  std::size_t peak_sessions = 0;  // since the last trim
 
  private:
   std::mutex context_mu_;
@@ -152,7 +185,11 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(Tcp::socket&& socket, std::shared_ptr<Shared> shared, std::shared_ptr<ssl::context> ctx)
       : shared_(std::move(shared)), ctx_(std::move(ctx)), stream_(std::move(socket), *ctx_) {}
   ~Session() {
-    if (id_ != 0) shared_->remove_session(id_);
+    release_body_budget();
+    if (id_ != 0 && shared_->remove_session(id_)) {
+      malloc_trim(0);
+      shared_->trims.fetch_add(1);
+    }
   }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -171,11 +208,6 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   enum class Phase { kHandshake, kIdle, kBusy, kClosing };
-  struct Refusal {
-    http::status status;
-    std::string reason;
-    std::string message;
-  };
 
   beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
   const ServerOptions& options() const { return shared_->options; }
@@ -233,7 +265,6 @@ class Session : public std::enable_shared_from_this<Session> {
     phase_ = Phase::kBusy;
     started_ = Clock::now();
     endpoint_ = "other";
-    refusal_.reset();
     parser_.emplace();
     parser_->header_limit(kMaxHeaderBytes);
     parser_->body_limit(std::uint64_t{options().max_body_bytes});
@@ -278,38 +309,74 @@ class Session : public std::enable_shared_from_this<Session> {
     if (endpoint_ == "/healthz") {
       if (req.method() != http::verb::get) return refuse_not_allowed("GET");
       if (!parser_->is_done())
-        return refuse_after_body(http::status::bad_request, "BadRequest",
-                                 "GET /healthz takes no body");
+        return refuse_unread(http::status::bad_request, "BadRequest", "GET /healthz takes no body");
       return reply(http::status::ok, "text/plain", "ok");
     }
     if (endpoint_ == "other") {
       const std::string_view path = req.target().substr(0, req.target().find('?'));
-      return refuse_after_body(http::status::not_found, "NotFound",
-                               "no such path " + std::string(path.substr(0, 256)) +
-                                   ": the admission endpoints are /validate and /mutate");
+      return refuse_unread(http::status::not_found, "NotFound",
+                           "no such path " + std::string(path.substr(0, 256)) +
+                               ": the admission endpoints are /validate and /mutate");
     }
     if (req.method() != http::verb::post) return refuse_not_allowed("POST");
     if (const auto type = req[http::field::content_type]; !is_json(type)) {
-      return refuse_after_body(http::status::unsupported_media_type, "UnsupportedMediaType",
-                               "Content-Type must be application/json, not \"" +
-                                   std::string(type.substr(0, 128)) + "\"");
+      return refuse_unread(http::status::unsupported_media_type, "UnsupportedMediaType",
+                           "Content-Type must be application/json, not \"" +
+                               std::string(type.substr(0, 128)) + "\"");
     }
+    if (!admit_body()) return refuse_busy();
     do_read_body();
   }
 
-  // An error for a request whose body (within the limit) is still unread: read it first, so
-  // that the connection stays usable for the client's next request.
-  void refuse_after_body(http::status status, std::string_view reason, std::string message) {
-    if (parser_->is_done()) return reply_error(status, reason, std::move(message));
-    refusal_ = Refusal{status, std::string(reason), std::move(message)};
-    do_read_body();
+  // An error for a request whose body may still be unread: answered at once, without reading
+  // (nor holding) the body; the connection then closes after a bounded drain (do_linger).
+  void refuse_unread(http::status status, std::string_view reason, std::string message) {
+    reply_error(status, reason, std::move(message));
+  }
+
+  // Takes the request's share of the body budget: its Content-Length, or the most a chunked
+  // body may grow to.
+  bool admit_body() {
+    const auto length = parser_->content_length();
+    const std::size_t bytes = length ? static_cast<std::size_t>(*length) : options().max_body_bytes;
+    if (!shared_->reserve_body(bytes)) return false;
+    reserved_ = bytes;
+    shared_->admitted_bodies.fetch_add(1);
+    return true;
+  }
+
+  void refuse_busy() {
+    shared_->busy.fetch_add(1);
+    response_.set(http::field::retry_after, std::to_string(kBusyRetryAfter.count()));
+    refuse_unread(http::status::service_unavailable, "ServiceUnavailable",
+                  "admission server busy: request bodies being read already take the budget of " +
+                      std::to_string(options().max_inflight_body_bytes) +
+                      " bytes (this one announces " +
+                      std::to_string(parser_->content_length().value_or(options().max_body_bytes)) +
+                      "); retry after " + std::to_string(kBusyRetryAfter.count()) + " s");
+  }
+
+  // Bytes of the body held now, for ServerStats::body_bytes_held.
+  void note_body_progress() {
+    const std::size_t held = parser_ ? parser_->get().body().size() : 0;
+    if (held >= held_) {
+      shared_->body_bytes_held.fetch_add(held - held_);
+    } else {
+      shared_->body_bytes_held.fetch_sub(held_ - held);
+    }
+    held_ = held;
+  }
+
+  void release_body_budget() {
+    if (held_ > 0) shared_->body_bytes_held.fetch_sub(std::exchange(held_, 0));
+    if (reserved_ > 0) shared_->release_body(std::exchange(reserved_, 0));
   }
 
   void refuse_not_allowed(std::string_view allow) {
     response_.set(http::field::allow, allow);
-    refuse_after_body(http::status::method_not_allowed, "MethodNotAllowed",
-                      std::string(to_string(parser_->get().method())) +
-                          " is not allowed here, only " + std::string(allow));
+    refuse_unread(http::status::method_not_allowed, "MethodNotAllowed",
+                  std::string(to_string(parser_->get().method())) + " is not allowed here, only " +
+                      std::string(allow));
   }
 
   // Feeds the bytes already buffered to the parser, without I/O: most requests come whole with
@@ -329,21 +396,29 @@ class Session : public std::enable_shared_from_this<Session> {
   void do_read_body() {
     if (const auto ec = parse_buffered(false); ec || parser_->is_done()) return on_read_body(ec, 0);
     lowest().expires_after(options().body_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::on_read_body, shared_from_this()));
+    do_read_body_some();
+  }
+
+  // Piece by piece (rather than http::async_read) to count the bytes held as they come.
+  void do_read_body_some() {
+    http::async_read_some(
+        stream_, buffer_, *parser_,
+        beast::bind_front_handler(&Session::on_read_body_some, shared_from_this()));
+  }
+
+  void on_read_body_some(beast::error_code ec, std::size_t bytes) {
+    note_body_progress();
+    if (!ec && !parser_->is_done()) return do_read_body_some();
+    on_read_body(ec, bytes);
   }
 
   void on_read_body(beast::error_code ec, std::size_t /*bytes*/) {
+    note_body_progress();
     if (ec == http::error::body_limit) return reply_too_large();
     if (ec == beast::error::timeout || peer_gone(ec)) return end(ec, "reading a request body");
     if (ec)
       return reply_error(http::status::bad_request, "BadRequest",
                          "malformed HTTP request body: " + ec.message());
-    if (refusal_) {
-      auto refusal = std::move(*refusal_);
-      refusal_.reset();
-      return reply_error(refusal.status, refusal.reason, std::move(refusal.message));
-    }
     answer_review();
   }
 
@@ -408,6 +483,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool keep = response_.keep_alive();
     response_ = {};
     parser_.reset();  // frees the request body before an idle wait
+    release_body_budget();
     if (ec) return end(ec, "writing a response");
     if (linger_) return do_linger();
     if (!keep) return do_shutdown();
@@ -472,7 +548,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::ssl_stream<beast::tcp_stream> stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::optional<Refusal> refusal_;  // answered once the body is read
+  std::size_t reserved_ = 0;  // of the body budget, for the request being served
+  std::size_t held_ = 0;      // body bytes counted in body_bytes_held
   Response response_;
   std::vector<char> drain_;
   std::uint64_t id_ = 0;
@@ -544,6 +621,16 @@ class Listener : public std::enable_shared_from_this<Listener> {
       retry_.expires_after(kAcceptRetryDelay);
       retry_.async_wait(beast::bind_front_handler(&Listener::on_retry, shared_from_this()));
       return;
+    }
+    if (shared_->active_sessions() >= shared_->options.max_connections) {
+      // Closed before the TLS handshake, which would cost the memory this limit protects.
+      const auto refused = shared_->refused_connections.fetch_add(1) + 1;
+      if (refused % kRefusalLogEvery == 1) {
+        spdlog::warn("admission: {} connections open (the limit): closing new ones ({} so far)",
+                     shared_->options.max_connections, refused);
+      }
+      socket.close(ec);
+      return do_accept();
     }
     shared_->connections.fetch_add(1);
     socket.set_option(Tcp::no_delay(true), ec);
@@ -644,6 +731,12 @@ class ServerImpl final : public AdmissionServer {
     s.connections = shared_->connections.load();
     s.active_connections = shared_->active_sessions();
     s.timeouts = shared_->timeouts.load();
+    s.refused_connections = shared_->refused_connections.load();
+    s.admitted_bodies = shared_->admitted_bodies.load();
+    s.busy = shared_->busy.load();
+    s.inflight_body_bytes = shared_->inflight_body_bytes.load();
+    s.body_bytes_held = shared_->body_bytes_held.load();
+    s.memory_trims = shared_->trims.load();
     return s;
   }
 
@@ -683,10 +776,18 @@ kube::Result<std::unique_ptr<AdmissionServer>> start_admission_server(ServerOpti
   };
   if (options.threads < 1) return invalid("threads must be at least 1");
   if (options.max_body_bytes == 0) return invalid("max_body_bytes must be positive");
+  if (options.max_connections == 0) return invalid("max_connections must be positive");
+  if (options.max_inflight_body_bytes < options.max_body_bytes) {
+    return invalid("max_inflight_body_bytes (" + std::to_string(options.max_inflight_body_bytes) +
+                   ") must be at least max_body_bytes (" + std::to_string(options.max_body_bytes) +
+                   ")");
+  }
   if (options.header_timeout.count() <= 0 || options.body_timeout.count() <= 0 ||
       options.idle_timeout.count() <= 0) {
     return invalid("header, body and idle timeouts must be positive");
   }
+  // Process-wide, and meant so: request bodies and their documents are the big blocks.
+  mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes);
   try {
     auto ctx = make_context(options.cert_pem, options.key_pem);
     if (!ctx) return tl::unexpected(ctx.error());

@@ -1,5 +1,6 @@
 // The admission HTTPS server (Boost.Beast; Beast stays inside server.cpp): TLS 1.2+,
-// keep-alive, bounded bodies and read timeouts, /validate, /mutate and /healthz, and a
+// keep-alive, bounded bodies and read timeouts, a bound on connections and on body bytes in
+// flight, /validate, /mutate and /healthz, and a
 // serving certificate that can be swapped while it runs.
 #pragma once
 
@@ -18,6 +19,17 @@
 namespace kstack::validator {
 
 inline constexpr std::size_t kMaxRequestBodyBytes = 3u << 20;  // docs/spec.md §3: 3 MiB, 413 beyond
+// The process-wide memory budget (the Deployment's limit is 256Mi). An open TLS connection
+// costs ~86 KiB while idle (measured; mostly Asio's TLS buffers: a 17 KiB record buffer and a
+// 17 KiB BIO pair buffer each way, and the 16 KiB first read), so 512 of them take ~45 MiB;
+// beyond, new connections are closed at once (the API server opens a few dozen). Request bodies are
+// held whole while they are read: the bytes announced by the bodies being read may add up to 64 MiB
+// (21 bodies at the 3 MiB limit); a request that would exceed it is answered 503 with Retry-After
+// before its body is read. Decoding runs on the server's threads, so at most `threads` bodies are
+// decoded at once on top.
+inline constexpr std::size_t kMaxConnections = 512;
+inline constexpr std::size_t kMaxInflightBodyBytes = 64u << 20;
+inline constexpr std::chrono::seconds kBusyRetryAfter{1};  // Retry-After of a 503
 inline constexpr std::chrono::seconds kHeaderReadTimeout{10};
 inline constexpr std::chrono::seconds kBodyReadTimeout{10};
 inline constexpr std::chrono::seconds kIdleKeepAliveTimeout{90};
@@ -39,6 +51,10 @@ struct ServerOptions {
   std::uint16_t port = 9443;  // 0 = pick a free port (tests)
   int threads = 2;            // one io_context run by this many threads; handlers run on them too
   std::size_t max_body_bytes = kMaxRequestBodyBytes;
+  std::size_t max_connections = kMaxConnections;  // open at once; more are closed at accept
+  // Request bodies being read, by their Content-Length (max_body_bytes when chunked); must be
+  // at least max_body_bytes.
+  std::size_t max_inflight_body_bytes = kMaxInflightBodyBytes;
   // The TLS handshake, and the wait for the first request of a connection, count against
   // header_timeout too; a request header must be complete within it once its first byte came.
   std::chrono::milliseconds header_timeout = kHeaderReadTimeout;
@@ -56,8 +72,14 @@ struct ServerStats {
   std::uint64_t requests = 0;
   std::uint64_t rejected = 0;     // 4xx/5xx answered by the server itself (bad body, too large...)
   std::uint64_t connections = 0;  // accepted so far
-  std::uint64_t active_connections = 0;  // open now
-  std::uint64_t timeouts = 0;            // connections cut off by a handshake/header/body timeout
+  std::uint64_t active_connections = 0;   // open now
+  std::uint64_t timeouts = 0;             // connections cut off by a handshake/header/body timeout
+  std::uint64_t refused_connections = 0;  // closed at accept: max_connections were open
+  std::uint64_t admitted_bodies = 0;      // requests whose body was admitted under the budget
+  std::uint64_t busy = 0;  // requests answered 503: max_inflight_body_bytes was taken
+  std::uint64_t inflight_body_bytes = 0;  // now: the budget taken by bodies being read or served
+  std::uint64_t body_bytes_held = 0;      // now: bytes of those bodies received so far
+  std::uint64_t memory_trims = 0;         // free heap memory returned to the system (all closed)
 };
 
 class AdmissionServer {

@@ -286,6 +286,23 @@ Violations validate_apptype_object(const json::value& object) {
   return out;
 }
 
+namespace {
+
+// "namespace/name" of a stored object ("name" when it has no namespace).
+std::string apptype_key(const json::value& object) {
+  const auto* o = object.if_object();
+  const auto* md = o ? o->if_contains("metadata") : nullptr;
+  const auto* mo = md ? md->if_object() : nullptr;
+  const auto text = [&](std::string_view key) -> std::string {
+    const auto* v = mo ? mo->if_contains(key) : nullptr;
+    return v && v->is_string() ? std::string(v->get_string()) : std::string();
+  };
+  const std::string ns = text("namespace");
+  return ns.empty() ? text("name") : ns + "/" + text("name");
+}
+
+}  // namespace
+
 Violations validate_apptype_in_use(const json::value& old_object, const json::value* new_object,
                                    const std::vector<std::string>& referencing_stacks) {
   Violations out;
@@ -295,7 +312,10 @@ Violations validate_apptype_in_use(const json::value& old_object, const json::va
   std::string by = fmt::format("{} stack{} ({})", referencing_stacks.size(),
                                referencing_stacks.size() == 1 ? "" : "s", users);
   if (new_object == nullptr) {
-    out.push_back({"metadata.name", fmt::format("AppType cannot be deleted while used by {}", by)});
+    // Named: one collection DELETE refuses each AppType in use separately, and the client
+    // sees only this message.
+    out.push_back({"metadata.name", fmt::format("AppType {} cannot be deleted while used by {}",
+                                                apptype_key(old_object), by)});
     return out;
   }
   static const json::object kEmpty;

@@ -27,9 +27,10 @@ Violations validate_apptype(const catalog::AppType& app);
 Violations validate_apptype_object(const boost::json::value& object);
 
 // An AppType in use may not change its spec nor be deleted: one violation per changed
-// top-level spec field (UPDATE, `new_object` non-null) or one for the DELETE, each listing
-// the referencing stacks ("ns/name"). No violation when nothing references it or the spec
-// is unchanged (re-applying the same manifest is fine; metadata may change).
+// top-level spec field (UPDATE, `new_object` non-null) or one for the DELETE (naming the
+// AppType, from old_object's metadata), each listing the referencing stacks ("ns/name"). No
+// violation when nothing references it or the spec is unchanged (re-applying the same manifest is
+// fine; metadata may change).
 Violations validate_apptype_in_use(const boost::json::value& old_object,
                                    const boost::json::value* new_object,
                                    const std::vector<std::string>& referencing_stacks);

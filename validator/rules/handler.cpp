@@ -31,6 +31,30 @@ bool spec_unchanged(const AdmissionRequest& r) {
   return *a == *b;
 }
 
+// metadata.<key> of the stored object (DELETE) or the new one.
+std::string_view metadata_string(const AdmissionRequest& r, std::string_view key) {
+  for (const json::value* object : {&r.old_object, &r.object}) {
+    const auto* o = object->if_object();
+    const auto* md = o ? o->if_contains("metadata") : nullptr;
+    const auto* mo = md ? md->if_object() : nullptr;
+    const auto* v = mo ? mo->if_contains(key) : nullptr;
+    if (v && v->is_string() && !v->get_string().empty()) return v->get_string();
+  }
+  return {};
+}
+
+// The name the request is about. A collection DELETE (DELETE .../namespaces/NS/apptypes) sends
+// one review per item with request.name EMPTY and the item only in oldObject: a rule keyed on
+// request.name alone would look up "" and let every item through.
+std::string_view request_name(const AdmissionRequest& r) {
+  return r.name.empty() ? metadata_string(r, "name") : std::string_view(r.name);
+}
+
+std::string_view request_namespace(const AdmissionRequest& r) {
+  return r.namespace_name.empty() ? metadata_string(r, "namespace")
+                                  : std::string_view(r.namespace_name);
+}
+
 void append(Violations& to, Violations from) {
   to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
 }
@@ -71,7 +95,7 @@ Violations RulesHandler::validate_apptype_request(const AdmissionRequest& r) con
   if (r.operation == "UPDATE" && spec_unchanged(r)) return out;
   if (r.operation == "UPDATE") out = validate_apptype_object(r.object);
   std::vector<std::string> users;
-  for (const auto& s : catalog_.stacks_using(r.namespace_name, r.name)) {
+  for (const auto& s : catalog_.stacks_using(request_namespace(r), request_name(r))) {
     users.push_back(informer::object_key(*s));
   }
   append(out, validate_apptype_in_use(r.old_object, r.operation == "UPDATE" ? &r.object : nullptr,

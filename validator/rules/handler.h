@@ -8,7 +8,9 @@
 // UPDATEs that leave the spec unchanged only get the owned-field check, so metadata edits
 // (and the operator's finalizer removal) work even when the catalog has moved on.
 // DELETE of Stacks and KStackConfig is always allowed (finalizers are the operator's job);
-// DELETE of an AppType in use is refused. Unknown kinds and CONNECT are allowed.
+// DELETE of an AppType in use is refused, also in a collection DELETE, whose reviews carry an
+// empty request.name (the name is then read from oldObject.metadata). Unknown kinds and
+// CONNECT are allowed.
 //
 // mutate(): the defaulting patch (defaulting.h) for Stack CREATE/UPDATE; never denies.
 //

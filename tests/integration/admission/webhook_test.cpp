@@ -4,8 +4,8 @@
 // warnings). Proves the envelope is what the API server accepts, not just what we think it is.
 #include <gtest/gtest.h>
 
-#include "tests/integration/admission/support.h"
 #include "tests/testenv/environment.h"
+#include "tests/unit/validator/admission/support.h"
 
 namespace kstack::validator {
 namespace {

@@ -217,6 +217,50 @@ TEST_F(WebhookE2E, OnlyTheOperatorMayWriteStatusAndTheCleanupFinalizer) {
                         R"({"metadata":{"finalizers":null}})"));
 }
 
+// Polls `done` until it holds or `timeout` passes (the webhook's caches follow the API server).
+template <class Predicate>
+bool eventually(Predicate done, std::chrono::seconds timeout = 60s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(200ms);
+  }
+  return true;
+}
+
+// DELETE on the collection sends one review per item with request.name empty and the item in
+// oldObject only; the AppType in use must survive it, dry run or not, and be named.
+TEST_F(WebhookE2E, ACollectionDeleteAndItsDryRunLeaveAnAppTypeInUseAndNameIt) {
+  auto& cp = testenv::control_plane();
+  cp.kubectl({"create", "namespace", "bulk"});
+  std::string app = kAppType;
+  app.replace(app.find("namespace: shop"), 15, "namespace: bulk");
+  must(cp.kubectl({"apply", "-f", "-"}, app), "AppType bulk/kv");
+  const std::string stack = R"(apiVersion: kstack.io/v1beta1
+kind: Stack
+metadata: {name: user-of-kv, namespace: bulk}
+spec: {app: kv, roles: [{id: server, members: 3}]}
+)";
+  // Admitted once the webhook's cache has the AppType; refused by name once it has the Stack.
+  ASSERT_TRUE(eventually([&] { return cp.kubectl({"apply", "-f", "-"}, stack).exit_code == 0; }));
+  ASSERT_TRUE(eventually([&] {
+    return cp.kubectl({"delete", "apptype", "kv", "-n", "bulk", "--dry-run=server"}).exit_code != 0;
+  }));
+
+  auto c = admin();
+  for (std::string query : {"?dryRun=All", ""}) {
+    auto r = c->raw("DELETE", "/apis/kstack.io/v1beta1/namespaces/bulk/apptypes" + query);
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_NE(r->status, 200) << query << ": " << r->body;
+    EXPECT_NE(
+        r->body.find("AppType bulk/kv cannot be deleted while used by 1 stack (bulk/user-of-kv)"),
+        std::string::npos)
+        << query << ": " << r->body;
+    auto kept = c->get(kAppTypes, "bulk", "kv");
+    EXPECT_TRUE(kept) << query << ": " << kept.error().to_string();
+  }
+}
+
 TEST_F(WebhookE2E, TheWebhookIsReadyAndCountsWhatItAnswered) {
   EXPECT_TRUE(webhook_->ready());
   EXPECT_GT(webhook_->stats().requests, 0u);

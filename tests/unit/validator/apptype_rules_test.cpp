@@ -280,7 +280,8 @@ TEST(AppTypeInUse, DeleteIsRefusedListingTheStacks) {
   auto v = validate_apptype_in_use(base_app(), nullptr, {"team-a/db", "team-b/db2"});
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].to_string(),
-            "metadata.name: AppType cannot be deleted while used by 2 stacks (team-a/db, "
+            "metadata.name: AppType team-a/cassandra cannot be deleted while used by 2 stacks "
+            "(team-a/db, "
             "team-b/db2)");
 }
 

@@ -113,7 +113,8 @@ TEST(RulesHandler, AppTypeInUseCannotChangeOrGo) {
   auto del = f.handler.validate(Fixture::request("AppType", "DELETE", nullptr, yaml(kApp)));
   EXPECT_FALSE(del.allowed);
   EXPECT_EQ(del.message,
-            "metadata.name: AppType cannot be deleted while used by 1 stack (team-a/db)");
+            "metadata.name: AppType team-a/cassandra cannot be deleted while used by 1 stack "
+            "(team-a/db)");
 
   EXPECT_TRUE(
       f.handler.validate(Fixture::request("AppType", "UPDATE", yaml(kApp), yaml(kApp))).allowed);

@@ -2,7 +2,7 @@
 // errors for malformed ones, and the encoded answer (apiVersion, uid, status, patch, warnings).
 #include <gtest/gtest.h>
 
-#include "tests/integration/admission/support.h"
+#include "tests/unit/validator/admission/support.h"
 #include "validator/admission.h"
 
 namespace kstack::validator {

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/integration/admission/support.h"
+#include "tests/unit/validator/admission/support.h"
 
 namespace kstack::validator {
 namespace {

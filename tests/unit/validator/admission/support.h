@@ -1,12 +1,13 @@
-// Helpers of the admission integration tests (header-only: the folder's *_test.cpp files are
-// globbed into one binary): self-signed certificates made with the OpenSSL API, a raw TLS client
-// for byte-level tests (slow clients, peer certificate fingerprints), a scriptable
+// Helpers of the admission server tests (header-only; used by the unit tests of this folder and
+// by tests/integration/admission): self-signed certificates made with the OpenSSL API, a raw TLS
+// client for byte-level tests (slow clients, peer certificate fingerprints), a scriptable
 // AdmissionHandler, AdmissionReview bodies, and a running server with a kube transport to it.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -124,6 +125,13 @@ inline TestCert make_self_signed(const std::string& common_name) {
 }
 
 // ---- A raw TLS client ---------------------------------------------------------------------
+
+// OpenSSL writes to the socket with write(): when the server closed first (at its connection
+// limit), the write must fail with EPIPE rather than kill the test process with SIGPIPE.
+inline const bool kSigpipeIgnored = [] {
+  std::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
 
 // Blocking OpenSSL client on a socket with poll()-based deadlines. No certificate
 // verification: tests look at the peer certificate's fingerprint instead.
