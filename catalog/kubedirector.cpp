@@ -71,6 +71,50 @@ void place_config(Context& c, json::object& md, const json::object* source_md,
   md["namespace"] = options.operator_namespace;
 }
 
+// KubeDirector names a cluster's objects after it with '.' and '_' rewritten to '-'; a Stack's
+// name is a DNS label (it names the headless Service), so the Stack takes that same form.
+void rename_stack(Context& c, json::object& md) {
+  const auto* name = md.if_contains("name");
+  if (name == nullptr || !name->is_string()) return;
+  std::string was(name->get_string());
+  std::string renamed = kubedirector_role_id(was);
+  if (renamed.empty() || renamed == was) return;
+  md["name"] = renamed;
+  c.add(Severity::kChanged, "metadata.name",
+        fmt::format("renamed to \"{}\" (was \"{}\"): a Stack's name is a DNS label; "
+                    "KubeDirector named the cluster's objects with '-' in place of '.' and '_' "
+                    "too",
+                    renamed, was));
+}
+
+// Two source roles whose ids rename to the same id ("data_node" and "data-node") would make
+// one role out of two: the object is refused (nothing emitted) with both names.
+std::string role_collision(const json::object* source_spec, const json::object& spec) {
+  const auto* in = source_spec ? source_spec->if_contains("roles") : nullptr;
+  const auto* out = spec.if_contains("roles");
+  if (in == nullptr || out == nullptr || !in->is_array() || !out->is_array()) return {};
+  const auto& src = in->get_array();
+  const auto& dst = out->get_array();
+  auto id_at = [](const json::array& a, std::size_t i) -> std::string {
+    const auto* o = i < a.size() ? a[i].if_object() : nullptr;
+    const auto* id = o ? o->if_contains("id") : nullptr;
+    return id && id->is_string() ? std::string(id->get_string()) : std::string();
+  };
+  for (std::size_t j = 1; j < dst.size(); ++j) {
+    for (std::size_t i = 0; i < j; ++i) {
+      std::string id = id_at(dst, j);
+      if (id.empty() || id != id_at(dst, i)) continue;
+      std::string a = id_at(src, i), b = id_at(src, j);
+      if (a == b) continue;  // a plain duplicate: kstack's validation names it
+      return fmt::format(
+          "spec.roles[{}].id \"{}\" and spec.roles[{}].id \"{}\" would both become role id "
+          "\"{}\" (kstack role ids are DNS labels): rename one of them in the source",
+          i, a, j, b, id);
+    }
+  }
+  return {};
+}
+
 bool is_kubedirector_kind(std::string_view kind) {
   return kind == kKubeDirectorAppKind || kind == kKubeDirectorClusterKind ||
          kind == kKubeDirectorConfigKind || kind == kKubeDirectorStatusBackupKind;
@@ -139,6 +183,12 @@ ImportResult import_kubedirector(const json::value& object, const ImportOptions&
     } else if (options.namespace_override) {
       (*m)["namespace"] = *options.namespace_override;
     }
+    if (target == kStackKind) rename_stack(c, *m);
+  }
+  if (const auto* spec = body.if_contains("spec"); spec && spec->is_object()) {
+    const auto* source_spec = o->if_contains("spec");
+    r.error = role_collision(source_spec ? source_spec->if_object() : nullptr, spec->get_object());
+    if (!r.error.empty()) return r;
   }
   out["metadata"] = std::move(md);
   if (body.contains("spec")) out["spec"] = std::move(body["spec"]);

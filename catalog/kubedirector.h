@@ -60,6 +60,9 @@ struct ImportResult {
   bool skipped = false;
 };
 
+// A KubeDirectorCluster whose name has '.' or '_' becomes a Stack named as KubeDirector named
+// its objects ('-' in their place; a kChanged issue). Roles whose ids rename to the same id
+// ("data_node" and "data-node") make the document unusable (error set, nothing emitted).
 ImportResult import_kubedirector(const boost::json::value& object,
                                  const ImportOptions& options = {});
 

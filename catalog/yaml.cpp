@@ -234,6 +234,49 @@ tl::unexpected<kube::Error> too_large(std::size_t size, std::size_t max) {
                           fmt::format("input is {} bytes, more than the limit of {}", size, max));
 }
 
+// The first byte that is NUL or not part of well-formed UTF-8 (RFC 3629: no overlong forms,
+// no surrogates, nothing above U+10FFFF); npos when there is none.
+std::size_t first_bad_byte(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b == 0) return i;
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = b >= 0xC2 && b <= 0xDF   ? 2
+                      : b >= 0xE0 && b <= 0xEF ? 3
+                      : b >= 0xF0 && b <= 0xF4 ? 4
+                                               : 0;
+    if (len == 0 || i + len > text.size()) return i;
+    const auto b1 = static_cast<unsigned char>(text[i + 1]);
+    // The second byte's range depends on the first (excludes overlongs and surrogates).
+    const unsigned char lo = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80;
+    const unsigned char hi = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
+    if (b1 < lo || b1 > hi) return i;
+    for (std::size_t k = 2; k < len; ++k) {
+      const auto bk = static_cast<unsigned char>(text[i + k]);
+      if (bk < 0x80 || bk > 0xBF) return i;
+    }
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+// Manifests are UTF-8 text (YAML 1.2 and JSON both say so); a NUL or a malformed sequence
+// means the input is not what it claims, and passing it on (or silently replacing it) would
+// hand the API server something other than what the user wrote.
+std::optional<tl::unexpected<kube::Error>> not_text(std::string_view text) {
+  const std::size_t at = first_bad_byte(text);
+  if (at == std::string_view::npos) return std::nullopt;
+  const auto line =
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  return kube::make_error(kube::ErrorKind::kInvalidArgument,
+                          fmt::format("line {}, byte {}: {} (manifests must be UTF-8 text)", line,
+                                      at + 1, text[at] == '\0' ? "NUL byte" : "invalid UTF-8"));
+}
+
 YamlDocument load_one(const Chunk& chunk, std::size_t index, const YamlLimits& limits) {
   YamlDocument doc;
   doc.index = index;
@@ -283,6 +326,7 @@ void expand_lists(std::vector<YamlDocument>& docs) {
 kube::Result<std::vector<YamlDocument>> parse_yaml_documents(std::string_view text,
                                                              const YamlLimits& limits) {
   if (text.size() > limits.max_bytes) return too_large(text.size(), limits.max_bytes);
+  if (auto bad = not_text(text)) return *bad;
   std::vector<YamlDocument> docs;
   for (const auto& chunk : split_documents(text)) {
     if (is_blank(chunk.text)) continue;
@@ -306,6 +350,7 @@ kube::Result<json::value> parse_yaml(std::string_view text, const YamlLimits& li
 kube::Result<std::vector<YamlDocument>> parse_manifests(std::string_view text,
                                                         const YamlLimits& limits) {
   if (text.size() > limits.max_bytes) return too_large(text.size(), limits.max_bytes);
+  if (auto bad = not_text(text)) return *bad;
   std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[')) {
     json::parse_options opts;

@@ -31,7 +31,8 @@ struct YamlDocument {
 };
 
 // Splits and converts every non-empty document (documents holding only comments or blank
-// lines are skipped). Fails as a whole only when the input exceeds `limits.max_bytes`;
+// lines are skipped). Fails as a whole only when the input exceeds `limits.max_bytes` or is
+// not UTF-8 text (a NUL byte or a malformed sequence; the error names line and byte);
 // a bad document is reported in its own `error` and the others are still returned.
 kube::Result<std::vector<YamlDocument>> parse_yaml_documents(std::string_view text,
                                                              const YamlLimits& limits = {});
@@ -41,7 +42,7 @@ kube::Result<boost::json::value> parse_yaml(std::string_view text, const YamlLim
 
 // A JSON document or stream of YAML documents alike: JSON is valid YAML, but JSON text gets
 // Boost.JSON's parser (exact numbers, clearer errors). A top-level `kind: List` is expanded
-// into its items, as kubectl does.
+// into its items, as kubectl does. Fails as a whole as parse_yaml_documents does.
 kube::Result<std::vector<YamlDocument>> parse_manifests(std::string_view text,
                                                         const YamlLimits& limits = {});
 

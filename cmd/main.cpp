@@ -16,7 +16,10 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"kstack: a Kubernetes operator for catalogs of stateful applications"};
-  app.require_subcommand(1);
+  // At most one subcommand; none (bare `kstack`) prints this help, see below.
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", fmt::format("kstack {} (commit {}, {} build)", KSTACK_VERSION,
+                                                KSTACK_GIT_COMMIT, KSTACK_BUILD_TYPE));
 
   auto* version = app.add_subcommand("version", "Print version, git commit and build type");
 
@@ -26,19 +29,38 @@ int main(int argc, char** argv) {
   cluster_info->add_option("--kubeconfig", info.kubeconfig, "Path to a kubeconfig file");
   cluster_info->add_option("--context", info.context, "The kubeconfig context to use");
 
+  // How `validate` and `render` resolve a Stack's AppType among the files (offline.h).
+  const std::string catalog_help =
+      "An AppType that names its namespace is found by Stacks of that namespace (local) or, in "
+      "the operator's namespace, by every Stack (system); an AppType that names no namespace is "
+      "found by every Stack of the input. A KStackConfig that names no namespace is the "
+      "operator's.";
   kstack::cmd::RenderOptions render;
-  auto* render_cmd =
-      app.add_subcommand("render", "Print the Kubernetes objects a Stack would produce, offline");
-  render_cmd->add_option("-f,--filename", render.files, "AppType, Stack and KStackConfig files")
-      ->required()
-      ->check(CLI::ExistingFile);
+  auto* render_cmd = app.add_subcommand(
+      "render",
+      "Print the Kubernetes objects one Stack would produce, offline. The input is checked as "
+      "`kstack validate` checks it and nothing is rendered if validate would refuse it; it must "
+      "hold exactly one Stack and one AppType of the name the Stack asks for. " +
+          catalog_help);
+  render_cmd
+      ->add_option("-f,--filename", render.files,
+                   "Files or directories (recursive: *.yaml, *.yml, *.json); - for stdin")
+      ->required();
   render_cmd->add_option("-o,--output", render.output, "yaml or json")
       ->check(CLI::IsMember({"yaml", "json"}));
+  render_cmd->add_option("--operator-namespace", render.operator_namespace,
+                         "The operator's namespace (the system catalog)");
+  render_cmd->add_option("-n,--namespace", render.default_namespace,
+                         "Namespace for the Stack and other objects that name none");
+  render_cmd->add_option("--uid", render.uid,
+                         "The Stack's uid when its manifest has none (namingScheme UID derives "
+                         "the names from it; default: the all-zero uid)");
 
   kstack::cmd::ValidateOptions validate_opts;
   auto* validate_cmd = app.add_subcommand(
       "validate",
-      "Check AppType, Stack and KStackConfig manifests offline with the webhook's rules");
+      "Check AppType, Stack and KStackConfig manifests offline with the webhook's rules. " +
+          catalog_help);
   validate_cmd
       ->add_option("-f,--filename", validate_opts.paths,
                    "Files or directories (recursive: *.yaml, *.yml, *.json); - for stdin")
@@ -48,7 +70,7 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--operator-namespace", validate_opts.operator_namespace,
                            "The operator's namespace (the system catalog)");
   validate_cmd->add_option("-n,--namespace", validate_opts.default_namespace,
-                           "Namespace for objects that name none");
+                           "Namespace for Stacks and other objects that name none");
 
   kstack::cmd::ImportOptions import_opts;
   std::string import_namespace;
@@ -75,6 +97,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (app.get_subcommands().empty()) {
+    // Bare `kstack`: the usage, as --help prints it, and success (nothing went wrong).
+    fmt::print("{}", app.help());
+    return 0;
   }
   try {
     if (version->parsed()) {

@@ -33,6 +33,46 @@ CLI::Option* add_duration(CLI::App& cmd, const std::string& name, std::chrono::m
       ->envname(env);
 }
 
+// CLI11 prints a boolean flag as "--webhook,--no-webhook{false}": {false} is the value
+// --no-webhook sets, but it reads as the flag's default. This shows "--webhook,--no-webhook
+// [default: true]" instead.
+class FlagFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    if (!is_flag(opt)) return name;
+    std::string out;
+    bool in_value = false;
+    for (char c : name) {
+      if (c == '{' || c == '}') {
+        in_value = c == '{';
+      } else if (!in_value) {
+        out.push_back(c);
+      }
+    }
+    return out;
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (!is_flag(opt)) return CLI::Formatter::make_option_opts(opt);
+    std::string out;
+    if (!opt->get_default_str().empty()) out += " [default: " + opt->get_default_str() + "]";
+    if (!opt->get_envname().empty()) out += " (Env:" + opt->get_envname() + ")";
+    return out;
+  }
+
+ private:
+  // A flag takes no value of its own (CLI11 gives bool flags a type size of 1, expected 0).
+  static bool is_flag(const CLI::Option* opt) { return opt->get_expected_max() == 0; }
+};
+
+// A boolean flag with its --no- form and KSTACK_* variable; the default shown is the value's.
+CLI::Option* add_bool_flag(CLI::App& group, const std::string& name, bool& target,
+                           const std::string& help, const std::string& env) {
+  return group.add_flag(name + ",!--no-" + name.substr(2), target, help)
+      ->default_str(target ? "true" : "false")
+      ->envname(env);
+}
+
 }  // namespace
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
@@ -82,6 +122,7 @@ CLI::App* add_operator_command(CLI::App& app, OperatorOptions& o) {
       "and the health/metrics endpoints, until SIGTERM. Every flag falls back to the "
       "environment variable shown.");
   cmd->option_defaults()->always_capture_default();
+  cmd->formatter(std::make_shared<FlagFormatter>());
 
   auto* connection = cmd->add_option_group("Connection");
   connection
@@ -140,10 +181,9 @@ CLI::App* add_operator_command(CLI::App& app, OperatorOptions& o) {
       ->envname("KSTACK_PROBE_PORT");
 
   auto* admission = cmd->add_option_group("Admission webhook");
-  admission
-      ->add_flag("--webhook,!--no-webhook", o.webhook,
-                 "Serve admission (--webhook=false: only reconcile)")
-      ->envname("KSTACK_WEBHOOK");
+  add_bool_flag(*admission, "--webhook", o.webhook,
+                "Serve admission (--no-webhook or --webhook=false: only reconcile)",
+                "KSTACK_WEBHOOK");
   admission->add_option("--webhook-port", o.webhook_port, "HTTPS port of /validate and /mutate")
       ->check(CLI::Range(1, 65535))
       ->envname("KSTACK_WEBHOOK_PORT");
@@ -166,10 +206,10 @@ CLI::App* add_operator_command(CLI::App& app, OperatorOptions& o) {
       ->envname("KSTACK_OPERATOR_USERNAME");
 
   auto* election = cmd->add_option_group("Leader election");
-  election
-      ->add_flag("--leader-elect,!--no-leader-elect", o.leader_elect,
-                 "Reconcile only while holding the Lease (--leader-elect=false: always)")
-      ->envname("KSTACK_LEADER_ELECT");
+  add_bool_flag(*election, "--leader-elect", o.leader_elect,
+                "Reconcile only while holding the Lease (--no-leader-elect or "
+                "--leader-elect=false: always)",
+                "KSTACK_LEADER_ELECT");
   election->add_option("--leader-election-id", o.leader_election_id, "Name of the Lease")
       ->envname("KSTACK_LEADER_ELECTION_ID");
   election

@@ -23,11 +23,6 @@ bool is_manifest(const fs::path& p) {
 }
 
 // Expands directories (recursively, sorted so output is stable); errors name the path.
-struct InputError {
-  std::string path;
-  std::string message;
-};
-
 std::vector<std::string> collect(const std::vector<std::string>& paths,
                                  std::vector<InputError>& errors) {
   std::vector<std::string> files;
@@ -84,6 +79,29 @@ std::string read_file(const std::string& file, std::size_t max_bytes, std::strin
 
 }  // namespace
 
+std::vector<validator::SourceDocument> read_sources(const std::vector<std::string>& paths,
+                                                    std::size_t max_file_bytes,
+                                                    std::vector<InputError>& errors) {
+  std::vector<validator::SourceDocument> docs;
+  catalog::YamlLimits limits;
+  limits.max_bytes = max_file_bytes;
+  for (const auto& file : collect(paths, errors)) {
+    std::string error;
+    std::string text = read_file(file, max_file_bytes, error);
+    if (!error.empty()) {
+      errors.push_back({file, error});
+      continue;
+    }
+    auto parsed = catalog::parse_manifests(text, limits);
+    if (!parsed) {
+      errors.push_back({file, parsed.error().message});
+      continue;
+    }
+    for (auto& d : *parsed) docs.push_back(validator::SourceDocument{file, std::move(d)});
+  }
+  return docs;
+}
+
 int validate(const ValidateOptions& options) { return validate(options, std::cout, std::cerr); }
 
 int validate(const ValidateOptions& options, std::ostream& out, std::ostream& err) {
@@ -97,24 +115,7 @@ int validate(const ValidateOptions& options, std::ostream& out, std::ostream& er
     return 2;
   }
   std::vector<InputError> errors;
-  auto files = collect(options.paths, errors);
-  std::vector<validator::SourceDocument> docs;
-  catalog::YamlLimits limits;
-  limits.max_bytes = options.max_file_bytes;
-  for (const auto& file : files) {
-    std::string error;
-    std::string text = read_file(file, options.max_file_bytes, error);
-    if (!error.empty()) {
-      errors.push_back({file, error});
-      continue;
-    }
-    auto parsed = catalog::parse_manifests(text, limits);
-    if (!parsed) {
-      errors.push_back({file, parsed.error().message});
-      continue;
-    }
-    for (auto& d : *parsed) docs.push_back(validator::SourceDocument{file, std::move(d)});
-  }
+  auto docs = read_sources(options.paths, options.max_file_bytes, errors);
 
   validator::OfflineOptions vopts;
   vopts.operator_namespace = options.operator_namespace;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "validator/rules/offline.h"
+
 namespace kstack::cmd {
 
 struct ValidateOptions {
@@ -17,6 +19,19 @@ struct ValidateOptions {
   std::string default_namespace = "default";  // for objects without metadata.namespace
   std::size_t max_file_bytes = 4u << 20;
 };
+
+// A path that could not be read (missing, too large, not YAML/JSON).
+struct InputError {
+  std::string path;
+  std::string message;
+};
+
+// The documents of `paths` (files, directories searched recursively for *.yaml, *.yml and
+// *.json in sorted order, "-" for stdin), each file read up to max_file_bytes. Shared by
+// `validate` and `render`, so both read their input alike.
+std::vector<validator::SourceDocument> read_sources(const std::vector<std::string>& paths,
+                                                    std::size_t max_file_bytes,
+                                                    std::vector<InputError>& errors);
 
 // Exit code: 0 all valid, 1 some object invalid, 2 unreadable input (missing file, too
 // large, not YAML/JSON) or bad options.

@@ -75,9 +75,8 @@ json::object metadata(std::string_view name, const Stack& stack, json::object la
 
 json::value statefulset(const Stack& stack, const AppType& app, const KStackConfig* config,
                         const catalog::StackRole& role, const catalog::AppRole& app_role,
-                        const std::string& image, std::int64_t replicas,
+                        const std::string& image, std::int64_t replicas, const std::string& name,
                         const std::string& headless, const json::array& ports) {
-  const auto& name = catalog::statefulset_name(stack.metadata.name, role.id);
   json::object selector{{std::string(kLabelStack), stack.metadata.name},
                         {std::string(kLabelRole), role.id}};
   json::object pod_labels = merged({config ? &config->spec.pod_labels : nullptr, &role.pod_labels});
@@ -190,7 +189,13 @@ kube::Result<DesiredState> desired_state(const Stack& stack, const AppType& app,
   const std::string& ns = stack.metadata.namespace_name;
   const std::string domain = catalog::cluster_svc_domain_base(config);
   const std::string service_type = catalog::effective_service_type(stack, config);
-  out.headless_service_name = catalog::headless_service_name(s);
+  const auto names = catalog::ObjectNames::of(stack, config);
+  if (names.uid_scheme() && stack.metadata.uid.empty()) {
+    return tl::unexpected(catalog::invalid_error(
+        fmt::format("Stack {}/{}", ns, s),
+        {{"metadata.uid", "is required: namingScheme UID derives the object names from it"}}));
+  }
+  out.headless_service_name = names.headless_service();
   out.member_domain = fmt::format("{}.{}{}", out.headless_service_name, ns, domain);
 
   catalog::FieldErrors errors;
@@ -211,20 +216,20 @@ kube::Result<DesiredState> desired_state(const Stack& stack, const AppType& app,
     }
     DesiredRole dr;
     dr.id = role.id;
-    dr.stateful_set_name = catalog::statefulset_name(s, role.id);
+    dr.stateful_set_name = names.statefulset(role.id);
     dr.replicas = catalog::effective_members(app_role, role);
     dr.has_storage = role.storage.has_value();
     const json::array ports = container_ports(app, role.id);
     dr.has_ports = !ports.empty();
     dr.stateful_set = statefulset(stack, app, config, role, *app_role, *image, dr.replicas,
-                                  out.headless_service_name, ports);
+                                  dr.stateful_set_name, out.headless_service_name, ports);
     for (std::int64_t ordinal = 0; ordinal < dr.replicas; ++ordinal) {
       DesiredMember m;
       m.role = role.id;
       m.ordinal = ordinal;
-      m.pod = catalog::member_name(s, role.id, ordinal);
+      m.pod = names.member(role.id, ordinal);
       m.fqdn = fmt::format("{}.{}.{}{}", m.pod, out.headless_service_name, ns, domain);
-      if (dr.has_storage) m.pvc = catalog::pvc_name(s, role.id, ordinal);
+      if (dr.has_storage) m.pvc = names.pvc(role.id, ordinal);
       if (dr.has_ports) {
         m.service = m.pod;
         json::object labels =

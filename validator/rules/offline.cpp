@@ -1,5 +1,7 @@
 #include "validator/rules/offline.h"
 
+#include <set>
+
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
@@ -39,40 +41,16 @@ json::value with_namespace(const json::value& v, const std::string& ns) {
   return out;
 }
 
-}  // namespace
-
-std::string_view to_string(OfflineResult::Status status) {
-  switch (status) {
-    case OfflineResult::Status::kOk:
-      return "ok";
-    case OfflineResult::Status::kInvalid:
-      return "invalid";
-    case OfflineResult::Status::kUnreadable:
-      return "unreadable";
-    case OfflineResult::Status::kSkipped:
-      return "skipped";
-  }
-  return "unknown";
+json::value with_namespace_forced(const json::value& v, const std::string& ns) {
+  json::value out = v;
+  if (auto* md = out.get_object()["metadata"].if_object()) (*md)["namespace"] = ns;
+  return out;
 }
 
-std::vector<OfflineResult> validate_offline(const std::vector<SourceDocument>& documents,
-                                            const OfflineOptions& options) {
-  catalog::CatalogOptions copts;
-  copts.system_namespace = options.operator_namespace;
-  catalog::MemoryCatalog memory(copts, /*know_storage_classes=*/false);
-
-  // Objects as they would be stored, and the catalog they form (AppTypes, KStackConfig).
-  std::vector<json::value> objects(documents.size());
-  for (std::size_t i = 0; i < documents.size(); ++i) {
-    const auto& doc = documents[i].document;
-    if (!doc.error.empty() || !doc.value.is_object()) continue;
-    std::string_view kind = string_field(doc.value.if_object(), "kind");
-    objects[i] =
-        is_kstack_kind(kind) ? with_namespace(doc.value, options.default_namespace) : doc.value;
-    if (kind == catalog::kAppTypeKind || kind == catalog::kKStackConfigKind) memory.add(objects[i]);
-  }
-
-  RulesHandler handler(memory.catalog());
+std::vector<OfflineResult> evaluate(const std::vector<SourceDocument>& documents,
+                                    const std::vector<json::value>& objects,
+                                    const catalog::Catalog& catalog) {
+  RulesHandler handler(catalog);
   std::vector<OfflineResult> results;
   for (std::size_t i = 0; i < documents.size(); ++i) {
     const auto& src = documents[i];
@@ -124,6 +102,79 @@ std::vector<OfflineResult> validate_offline(const std::vector<SourceDocument>& d
     results.push_back(std::move(r));
   }
   return results;
+}
+
+}  // namespace
+
+std::string_view to_string(OfflineResult::Status status) {
+  switch (status) {
+    case OfflineResult::Status::kOk:
+      return "ok";
+    case OfflineResult::Status::kInvalid:
+      return "invalid";
+    case OfflineResult::Status::kUnreadable:
+      return "unreadable";
+    case OfflineResult::Status::kSkipped:
+      return "skipped";
+  }
+  return "unknown";
+}
+
+OfflineRun::OfflineRun(const OfflineOptions& options)
+    : memory(std::make_unique<catalog::MemoryCatalog>(
+          catalog::CatalogOptions{options.operator_namespace},
+          /*know_storage_classes=*/false)) {}
+
+OfflineRun run_offline(const std::vector<SourceDocument>& documents,
+                       const OfflineOptions& options) {
+  OfflineRun run(options);
+  auto& memory = *run.memory;
+
+  // Objects as they would be stored, and the catalog they form (AppTypes, KStackConfig).
+  auto& objects = run.objects;
+  objects.assign(documents.size(), json::value());
+  std::vector<std::size_t> unplaced_apptypes;  // AppTypes that name no namespace
+  std::set<std::string> stack_namespaces;
+  std::set<std::string> placed;  // "namespace/name" of the AppTypes that name theirs
+  for (std::size_t i = 0; i < documents.size(); ++i) {
+    const auto& doc = documents[i].document;
+    if (!doc.error.empty() || !doc.value.is_object()) continue;
+    std::string_view kind = string_field(doc.value.if_object(), "kind");
+    if (!is_kstack_kind(kind)) {
+      objects[i] = doc.value;
+      continue;
+    }
+    const bool named = !string_field(metadata(doc.value), "namespace").empty();
+    // The KStackConfig is read only in the operator's namespace: that is where it belongs.
+    objects[i] =
+        with_namespace(doc.value, kind == catalog::kKStackConfigKind ? options.operator_namespace
+                                                                     : options.default_namespace);
+    std::string ns(string_field(metadata(objects[i]), "namespace"));
+    if (kind == catalog::kStackKind) stack_namespaces.insert(ns);
+    if (kind == catalog::kAppTypeKind && !named) {
+      unplaced_apptypes.push_back(i);
+    } else if (kind == catalog::kAppTypeKind || kind == catalog::kKStackConfigKind) {
+      placed.insert(ns + "/" + std::string(string_field(metadata(objects[i]), "name")));
+      memory.add(objects[i]);
+    }
+  }
+  // An AppType that names no namespace is found by every Stack of the input, as if applied
+  // to each Stack's namespace (unless that namespace has its own AppType of the name).
+  for (std::size_t i : unplaced_apptypes) {
+    std::string name(string_field(metadata(objects[i]), "name"));
+    if (!placed.contains(options.default_namespace + "/" + name)) memory.add(objects[i]);
+    for (const auto& ns : stack_namespaces) {
+      if (placed.contains(ns + "/" + name)) continue;
+      memory.add(with_namespace_forced(objects[i], ns));
+    }
+  }
+  run.results = evaluate(documents, objects, memory.catalog());
+  return run;
+}
+
+std::vector<OfflineResult> validate_offline(const std::vector<SourceDocument>& documents,
+                                            const OfflineOptions& options) {
+  return run_offline(documents, options).results;
 }
 
 std::vector<std::string> format_text(const OfflineResult& r) {

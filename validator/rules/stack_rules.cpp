@@ -165,10 +165,10 @@ void check_env(const catalog::StackRole& role, const std::string& p, Violations&
   }
 }
 
-void check_role_names(const catalog::Stack& stack, const catalog::StackRole& role,
+// The names the Stack's naming scheme really produces, at the highest ordinal.
+void check_role_names(const catalog::ObjectNames& names, const catalog::StackRole& role,
                       std::int64_t members, const std::string& p, Violations& out) {
-  const auto& name = stack.metadata.name;
-  std::string sts = catalog::statefulset_name(name, role.id);
+  std::string sts = names.statefulset(role.id);
   if (sts.size() > catalog::kMaxStatefulSetName) {
     out.push_back({child_path(p, "id"),
                    fmt::format("StatefulSet name \"{}\" must be no more than {} characters (the "
@@ -176,14 +176,14 @@ void check_role_names(const catalog::Stack& stack, const catalog::StackRole& rol
                                sts, catalog::kMaxStatefulSetName)});
   }
   std::int64_t highest = members > 0 ? members - 1 : 0;
-  std::string member = catalog::member_name(name, role.id, highest);
+  std::string member = names.member(role.id, highest);
   if (member.size() > catalog::kMaxDnsLabel) {
     out.push_back({child_path(p, "id"),
                    fmt::format("pod and Service name \"{}\" must be no more than {} characters "
                                "(DNS-1035 label limit)",
                                member, catalog::kMaxDnsLabel)});
   }
-  std::string pvc = catalog::pvc_name(name, role.id, highest);
+  std::string pvc = names.pvc(role.id, highest);
   if (role.storage && pvc.size() > catalog::kMaxDnsSubdomain) {
     out.push_back({child_path(p, "id"),
                    fmt::format("PVC name \"{}\" must be no more than {} characters (DNS-1123 "
@@ -192,10 +192,41 @@ void check_role_names(const catalog::Stack& stack, const catalog::StackRole& rol
   }
 }
 
-std::string not_found_message(const catalog::Stack& stack, const catalog::Catalog& catalog) {
+// The Stack's name is the value of the kstack.io/stack label on every object it owns (the
+// operator finds them by it), and under CrNameRole also the headless Service's name. False
+// when the name cannot serve, so the derived names are not checked as well.
+bool check_stack_name(const catalog::Stack& stack, bool crname, Violations& out) {
+  const auto& name = stack.metadata.name;
+  if (name.empty()) return false;  // the decoder reported it
+  std::size_t before = out.size();
+  if (crname) {
+    for (const auto& e : dns1035_label_errors(name)) {
+      out.push_back({"metadata.name", fmt::format("names the headless Service: {}", e)});
+    }
+  } else {
+    for (const auto& e : label_value_errors(name)) {
+      out.push_back(
+          {"metadata.name", fmt::format("is the value of the label kstack.io/stack on every owned "
+                                        "object: {}",
+                                        e)});
+    }
+  }
+  return out.size() == before;
+}
+
+// Where the app is looked up: appCatalog when it is valid; when it is not (reported as such),
+// local then system, so that every problem that depends on the app is still reported.
+std::optional<catalog::FoundApp> find_app(const catalog::Stack& stack,
+                                          const catalog::Catalog& catalog, bool bad_catalog) {
+  if (!bad_catalog) return catalog.find_app(stack);
+  return catalog.find_app(stack.metadata.namespace_name, stack.spec.app, std::nullopt);
+}
+
+std::string not_found_message(const catalog::Stack& stack, const catalog::Catalog& catalog,
+                              bool bad_catalog) {
   const auto& ns = stack.metadata.namespace_name;
   const auto& where = stack.spec.app_catalog;
-  if (where && !where->empty()) {
+  if (where && !where->empty() && !bad_catalog) {
     return fmt::format("AppType \"{}\" not found in namespace \"{}\" (appCatalog {})",
                        stack.spec.app, catalog.catalog_namespace(ns, *where), *where);
   }
@@ -225,21 +256,18 @@ Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& c
   bool bad_catalog = !out.empty() && out.front().field == "spec.appCatalog";
 
   std::optional<catalog::FoundApp> found;
-  if (!spec.app.empty() && !bad_catalog) {
-    found = catalog.find_app(stack);
-    if (!found) out.push_back({"spec.app", not_found_message(stack, catalog)});
+  if (!spec.app.empty()) {
+    found = find_app(stack, catalog, bad_catalog);
+    if (!found) out.push_back({"spec.app", not_found_message(stack, catalog, bad_catalog)});
   }
   const catalog::AppType* app = found ? &found->app : nullptr;
 
-  bool crname = catalog::effective_naming_scheme(stack, config ? &*config : nullptr) ==
-                catalog::kNamingCrNameRole;
-  bool name_ok = true;
-  if (crname && !stack.metadata.name.empty()) {
-    for (const auto& e : dns1035_label_errors(stack.metadata.name)) {
-      out.push_back({"metadata.name", fmt::format("names the headless Service: {}", e)});
-      name_ok = false;
-    }
-  }
+  const catalog::KStackConfig* cfg = config ? &*config : nullptr;
+  const std::string scheme = catalog::effective_naming_scheme(stack, cfg);
+  const bool known_scheme = scheme == catalog::kNamingCrNameRole || scheme == catalog::kNamingUID;
+  const auto names = catalog::ObjectNames::of(stack, cfg);
+  // An unknown scheme is reported above; the name must still serve as the stack label.
+  const bool name_ok = check_stack_name(stack, scheme == catalog::kNamingCrNameRole, out);
 
   std::set<std::string> seen;
   std::int64_t total = 0;
@@ -278,7 +306,7 @@ Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& c
       add_errors(out, child_path(p, "serviceAccountName"),
                  dns1123_subdomain_errors(role.service_account_name));
     }
-    if (crname && name_ok) check_role_names(stack, role, members, p, out);
+    if (known_scheme && name_ok) check_role_names(names, role, members, p, out);
   }
   if (total > catalog::kMaxStackMembers) {
     out.push_back({"spec.roles", fmt::format("total members {} exceed the limit of {} per stack",

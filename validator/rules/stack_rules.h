@@ -13,7 +13,9 @@ namespace kstack::validator {
 // CREATE and UPDATE (the new object). Accepts objects not yet defaulted (kstack validate
 // reads manifests): a missing members means the cardinality minimum, a missing
 // storageClassName means "a default must resolve".
-//  - spec.app resolves (local, then system; appCatalog, when given, is where it must be)
+//  - spec.app resolves (local, then system; appCatalog, when given, is where it must be; an
+//    invalid appCatalog is reported and the app looked up as if it were unset, so that the
+//    rules that need the app still run)
 //  - serviceType, namingScheme, appCatalog enums
 //  - role ids exist in the app and are unique; members ≥ 0 and fits the cardinality;
 //    the app's selected roles with minimum > 0 are present; total members ≤ 1000
@@ -22,8 +24,10 @@ namespace kstack::validator {
 //    the storage class exists or a default resolves (when the catalog knows StorageClasses)
 //  - podLabels/serviceLabels/nodeSelector valid label maps without the kstack.io/ prefix,
 //    podAnnotations/serviceAnnotations valid annotation maps; env names; serviceAccountName
-//  - CrNameRole names: headless Service (DNS-1035, ≤ 63), StatefulSet (≤ 52), pods and member
-//    Services at the highest ordinal (≤ 63), PVCs (≤ 253)
+//  - the names the effective naming scheme produces (catalog::ObjectNames): StatefulSet
+//    (≤ 52), pods and member Services at the highest ordinal (≤ 63), PVCs (≤ 253); the Stack's
+//    name is a label value (kstack.io/stack) and, under CrNameRole, the headless Service's
+//    name (DNS-1035 label)
 Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& catalog);
 
 // Decoding problems plus validate_stack().

@@ -155,5 +155,23 @@ TEST(Names, DerivedNamesFollowCrNameRole) {
   EXPECT_EQ(pvc_name("db", "seed", 2), "data-db-seed-2");
 }
 
+TEST(Names, UidSchemeNamesAreShortHashesOfTheUid) {
+  const std::string uid = "6f1c2e0d-7c55-4a57-9a3c-1d2e3f405162";
+  ObjectNames names(/*uid_scheme=*/true, std::string(63, 'a'), uid);
+  EXPECT_EQ(names.headless_service(), "kshs-" + short_hash(uid));
+  const std::string sts = names.statefulset("seed");
+  EXPECT_EQ(sts.size(), 15u);
+  EXPECT_EQ(sts.rfind("ksss-", 0), 0u);
+  EXPECT_EQ(names.member("seed", 999), sts + "-999");
+  EXPECT_EQ(names.pvc("seed", 999), "data-" + sts + "-999");
+  EXPECT_NE(names.statefulset("worker"), sts);
+  EXPECT_EQ(short_hash(""), "cbf29ce484");  // FNV-1a 64 of nothing is its offset basis
+  EXPECT_EQ(short_hash(uid).size(), 10u);
+
+  ObjectNames crname(false, "db", uid);
+  EXPECT_EQ(crname.headless_service(), "db");
+  EXPECT_EQ(crname.pvc("seed", 2), "data-db-seed-2");
+}
+
 }  // namespace
 }  // namespace kstack::catalog

@@ -285,6 +285,64 @@ spec:
   EXPECT_EQ(issue_set(cluster), (std::set<std::string>{"changed spec.roles[0].id"}));
 }
 
+TEST(KubeDirectorImport, ClusterNamesWithDotsOrUnderscoresAreRenamedAsKubeDirectorDid) {
+  auto cluster = convert(R"(
+apiVersion: kubedirector.hpe.com/v1beta1
+kind: KubeDirectorCluster
+metadata: {name: spark.prod_east, namespace: analytics}
+spec:
+  app: spark
+  serviceType: ClusterIP
+  namingScheme: CrNameRole
+  roles: [{id: master, members: 1}]
+)");
+  ASSERT_TRUE(cluster.error.empty()) << cluster.error;
+  EXPECT_EQ(cluster.object.at_pointer("/metadata/name"), json::value("spark-prod-east"));
+  EXPECT_EQ(issue_set(cluster), (std::set<std::string>{"changed metadata.name"}));
+  EXPECT_NE(find_issue(cluster, "metadata.name")
+                ->message.find("renamed to \"spark-prod-east\" (was \"spark.prod_east\")"),
+            std::string::npos)
+      << all_messages(cluster);
+
+  // The converted Stack passes kstack's own validation (with its app).
+  std::string text = R"(
+apiVersion: kstack.io/v1beta1
+kind: AppType
+metadata: {name: spark, namespace: analytics}
+spec:
+  label: {name: Spark}
+  distroID: spark
+  version: "1"
+  configSchemaVersion: 1
+  defaultImageRepoTag: spark:1
+  roles: [{id: master, cardinality: "1"}]
+---
+)" + json::serialize(cluster.object) +
+                     "\n";
+  auto parsed = parse_manifests(text);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+  std::vector<validator::SourceDocument> docs;
+  for (auto& d : *parsed) docs.push_back({"x.yaml", std::move(d)});
+  auto results = validator::validate_offline(docs);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1].status, validator::OfflineResult::Status::kOk)
+      << (results[1].problems.empty() ? "" : results[1].problems[0]);
+}
+
+TEST(KubeDirectorImport, RoleIdsThatCollideOnceRenamedAreRefusedNotEmitted) {
+  for (std::string_view kind : {"KubeDirectorApp", "KubeDirectorCluster"}) {
+    std::string text = "apiVersion: kubedirector.hpe.com/v1beta1\nkind: " + std::string(kind) +
+                       "\nmetadata: {name: es}\nspec:\n  app: es\n"
+                       "  roles: [{id: master}, {id: data_node}, {id: data-node}]\n";
+    auto r = convert(text);
+    EXPECT_TRUE(r.object.is_null()) << kind;
+    EXPECT_NE(r.error.find("spec.roles[1].id \"data_node\" and spec.roles[2].id \"data-node\" "
+                           "would both become role id \"data-node\""),
+              std::string::npos)
+        << kind << ": " << r.error;
+  }
+}
+
 TEST(KubeDirectorImport, RoleIdSanitizerKeepsValidIdsAndMakesDnsLabels) {
   EXPECT_EQ(kubedirector_role_id("worker"), "worker");
   EXPECT_EQ(kubedirector_role_id("spark-master"), "spark-master");

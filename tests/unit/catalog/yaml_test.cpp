@@ -125,6 +125,24 @@ TEST(Yaml, InputOverTheSizeCapFailsAsAWhole) {
   EXPECT_EQ(r.error().kind, kube::ErrorKind::kPayloadTooLarge);
 }
 
+// Not UTF-8 text: refused as a whole, naming line and byte, never passed on or altered.
+TEST(Manifests, NulBytesAndInvalidUtf8AreRefused) {
+  using namespace std::string_literals;
+  for (const auto& [text, what] : std::vector<std::pair<std::string, std::string>>{
+           {"a: 1\nname: x\0y\n"s, "line 2, byte 13: NUL byte"},
+           {"a: 1\nname: caf\xe9\n"s, "line 2, byte 15: invalid UTF-8"},
+           {"{\"name\": \"\xc0\xae\"}"s, "line 1, byte 11: invalid UTF-8"},  // overlong
+           {"name: \xed\xa0\x80\n"s, "line 1, byte 7: invalid UTF-8"},       // surrogate
+           {"name: \xf0\x9f\x98\n"s, "line 1, byte 7: invalid UTF-8"}}) {    // cut short
+    auto r = parse_manifests(text);
+    ASSERT_FALSE(r.has_value()) << what;
+    EXPECT_NE(r.error().message.find(what), std::string::npos) << r.error().message;
+  }
+  auto ok = parse_manifests("name: caf\xc3\xa9 \xf0\x9f\x98\x80\n");
+  ASSERT_TRUE(ok.has_value()) << ok.error().message;
+  EXPECT_EQ((*ok)[0].value.at("name"), boost::json::value("caf\xc3\xa9 \xf0\x9f\x98\x80"));
+}
+
 TEST(Yaml, TopLevelMustBeAMapping) {
   auto docs = parse_yaml_documents("- a\n- b\n");
   ASSERT_TRUE(docs.has_value());

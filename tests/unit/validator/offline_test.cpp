@@ -65,13 +65,14 @@ TEST(Offline, ValidatesEveryDocumentWithTheFilesAsCatalog) {
   EXPECT_EQ(results[1].status, OfflineResult::Status::kOk)
       << (results[1].problems.empty() ? "" : results[1].problems[0]);
 
-  // Another namespace: not local, and not in the system namespace either.
+  // Another namespace: the AppType names none, so it serves this Stack too, whose members
+  // then break the cardinality.
   EXPECT_EQ(results[2].status, OfflineResult::Status::kInvalid);
   auto lines = format_text(results[2]);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0],
-            "stacks.yaml:doc3 Stack other/bad: spec.app: AppType \"cassandra\" not found in "
-            "namespace \"other\" (local) nor \"kstack-system\" (system)");
+            "stacks.yaml:doc3 Stack other/bad: spec.roles[0].members: must be at least 2 for "
+            "cardinality \"2+\"");
   EXPECT_EQ(lines[1],
             "stacks.yaml:doc3 Stack other/bad: warning: spec.connections: not yet "
             "supported by kstack; ignored");
@@ -107,6 +108,40 @@ spec: {app: app, roles: [{id: r}]}
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[1].status, OfflineResult::Status::kOk)
       << (results[1].problems.empty() ? "" : results[1].problems[0]);
+}
+
+TEST(Offline, AnAppTypeThatNamesItsNamespaceIsLocalToItAndAConfigWithoutOneIsTheOperators) {
+  auto docs = sources("a.yaml", R"(apiVersion: kstack.io/v1beta1
+kind: AppType
+metadata: {name: app, namespace: team}
+spec: {label: {name: A}, distroID: a, version: "1", configSchemaVersion: 1,
+       defaultImageRepoTag: a, roles: [{id: r, cardinality: "1"}]}
+---
+apiVersion: kstack.io/v1beta1
+kind: Stack
+metadata: {name: s, namespace: elsewhere}
+spec: {app: app, roles: [{id: r}]}
+---
+apiVersion: kstack.io/v1beta1
+kind: KStackConfig
+metadata: {name: kstack-config}
+spec: {defaultNamingScheme: UID}
+---
+apiVersion: kstack.io/v1beta1
+kind: Stack
+metadata: {name: a-name-that-crnamerole-would-refuse-as-too-long-for-its-pods, namespace: team}
+spec: {app: app, roles: [{id: r}]}
+)");
+  auto results = validate_offline(docs);
+  ASSERT_EQ(results.size(), 4u);
+  ASSERT_EQ(results[1].problems.size(), 1u);
+  EXPECT_NE(results[1].problems[0].find("not found in namespace \"elsewhere\""), std::string::npos);
+  EXPECT_EQ(results[2].status, OfflineResult::Status::kOk)
+      << (results[2].problems.empty() ? "" : results[2].problems[0]);
+  EXPECT_EQ(results[2].namespace_name, "kstack-system");
+  // The config's defaultNamingScheme (UID) applies: no CrNameRole length checks.
+  EXPECT_EQ(results[3].status, OfflineResult::Status::kOk)
+      << (results[3].problems.empty() ? "" : results[3].problems[0]);
 }
 
 TEST(Offline, JsonFormHasEveryField) {

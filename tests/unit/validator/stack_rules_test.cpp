@@ -276,7 +276,21 @@ INSTANTIATE_TEST_SUITE_P(
              "StatefulSet name \"" + kLongName + "-seed\" must be no more than 52 characters"},
         Case{"PodName", set("/metadata/name", json::string(kLongName)), "spec.roles[0].id",
              "pod and Service name \"" + kLongName +
-                 "-seed-2\" must be no more than 63 characters (DNS-1035 label limit)"}));
+                 "-seed-2\" must be no more than 63 characters (DNS-1035 label limit)"},
+        Case{"UidNamingStackNameLongerThanALabelValue",
+             [](json::value& s) {
+               put(s, "/metadata/name", json::string(std::string(80, 'a')));
+               put(s, "/spec/namingScheme", "UID");
+             },
+             "metadata.name",
+             "is the value of the label kstack.io/stack on every owned object: must be no more "
+             "than 63 characters"},
+        Case{"UnknownNamingSchemeStillChecksTheStackLabel",
+             [](json::value& s) {
+               put(s, "/metadata/name", json::string(std::string(80, 'a')));
+               put(s, "/spec/namingScheme", "Random");
+             },
+             "metadata.name", "is the value of the label kstack.io/stack"}));
 
 class StackAccepts : public ::testing::TestWithParam<Case> {};
 
@@ -288,47 +302,57 @@ TEST_P(StackAccepts, WithoutViolations) {
   EXPECT_TRUE(v.empty()) << catalog::join(v);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Rules, StackAccepts,
-    ::testing::Values(Case{"TheBaseStack", [](json::value&) {}, "", ""},
-                      Case{"PvcRetentionRetainOnBoth",
-                           set("/spec/persistentVolumeClaimRetentionPolicy",
-                               json::object{{"whenScaled", "Retain"}, {"whenDeleted", "Retain"}}),
-                           "", ""},
-                      Case{"NotYetDefaulted",
-                           [](json::value& s) {
-                             drop(s, "/spec/appCatalog");
-                             drop(s, "/spec/serviceType");
-                             drop(s, "/spec/namingScheme");
-                             drop(s, "/spec/roles/0/members");
-                             drop(s, "/spec/roles/0/storage/storageClassName");
-                           },
-                           "", ""},
-                      Case{"SystemApp",
-                           [](json::value& s) {
-                             put(s, "/spec/app", "spark");
-                             drop(s, "/spec/appCatalog");
-                             put(s, "/spec/roles", json::array{json::object{{"id", "master"}}});
-                           },
-                           "", ""},
-                      Case{"LimitsOnlyMeetMinResources",
-                           set("/spec/roles/0/resources",
-                               json::object{{"limits", {{"cpu", 1}, {"memory", "1Gi"}}}}),
-                           "", ""},
-                      Case{"EphemeralRoleWithoutStorage", set("/spec/roles/1/members", 4), "", ""},
-                      Case{"EmptyStorageClassMeansNone",
-                           set("/spec/roles/0/storage/storageClassName", ""), "", ""},
-                      Case{"ExactCardinality",
-                           set("/spec/roles/-", json::object{{"id", "arbiter"}, {"members", 1}}),
-                           "", ""},
-                      Case{"UidNamingHasNoNameLimits",
-                           [](json::value& s) {
-                             put(s, "/metadata/name", json::string(std::string(80, 'a')));
-                             put(s, "/spec/namingScheme", "UID");
-                           },
-                           "", ""},
-                      Case{"LongestNameThatFits",
-                           set("/metadata/name", json::string(std::string(45, 'a'))), "", ""}));
+INSTANTIATE_TEST_SUITE_P(Rules, StackAccepts,
+                         ::testing::Values(Case{"TheBaseStack", [](json::value&) {}, "", ""},
+                                           Case{"PvcRetentionRetainOnBoth",
+                                                set("/spec/persistentVolumeClaimRetentionPolicy",
+                                                    json::object{{"whenScaled", "Retain"},
+                                                                 {"whenDeleted", "Retain"}}),
+                                                "", ""},
+                                           Case{"NotYetDefaulted",
+                                                [](json::value& s) {
+                                                  drop(s, "/spec/appCatalog");
+                                                  drop(s, "/spec/serviceType");
+                                                  drop(s, "/spec/namingScheme");
+                                                  drop(s, "/spec/roles/0/members");
+                                                  drop(s, "/spec/roles/0/storage/storageClassName");
+                                                },
+                                                "", ""},
+                                           Case{"SystemApp",
+                                                [](json::value& s) {
+                                                  put(s, "/spec/app", "spark");
+                                                  drop(s, "/spec/appCatalog");
+                                                  put(s, "/spec/roles",
+                                                      json::array{json::object{{"id", "master"}}});
+                                                },
+                                                "", ""},
+                                           Case{
+                                               "LimitsOnlyMeetMinResources",
+                                               set("/spec/roles/0/resources",
+                                                   json::object{{"limits",
+                                                                 {{"cpu", 1}, {"memory", "1Gi"}}}}),
+                                               "", ""},
+                                           Case{"EphemeralRoleWithoutStorage",
+                                                set("/spec/roles/1/members", 4), "", ""},
+                                           Case{"EmptyStorageClassMeansNone",
+                                                set("/spec/roles/0/storage/storageClassName", ""),
+                                                "", ""},
+                                           Case{"ExactCardinality",
+                                                set("/spec/roles/-", json::object{{"id", "arbiter"},
+                                                                                  {"members", 1}}),
+                                                "", ""},
+                                           Case{"UidNamingFitsTheLongestLabelValueName",
+                                                [](json::value& s) {
+                                                  put(s, "/metadata/name",
+                                                      json::string(std::string(63, 'a')));
+                                                  put(s, "/spec/namingScheme", "UID");
+                                                  put(s, "/spec/roles/1/members", 997);
+                                                },
+                                                "", ""},
+                                           Case{"LongestNameThatFits",
+                                                set("/metadata/name",
+                                                    json::string(std::string(45, 'a'))),
+                                                "", ""}));
 
 TEST(StackRules, ReportsEveryViolationAtOnce) {
   Fixture f;
@@ -347,6 +371,37 @@ TEST(StackRules, ReportsEveryViolationAtOnce) {
     EXPECT_NE(msg.find(field), std::string::npos) << field << " not in " << msg;
   }
   EXPECT_EQ(v.size(), 5u) << msg;
+}
+
+// An invalid appCatalog is reported, and the app is still looked up (local, then system) so the
+// rules that need it report too.
+TEST(StackRules, InvalidAppCatalogDoesNotHideTheAppsRules) {
+  Fixture f;
+  json::value stack = base_stack();
+  put(stack, "/spec/appCatalog", "global");
+  put(stack, "/spec/roles/0/members", 1);
+  put(stack, "/spec/roles/1/id", "client");
+  auto v = f.check(stack);
+  std::string msg = catalog::join(v);
+  EXPECT_TRUE(has(v, "spec.appCatalog", "unsupported value \"global\"")) << msg;
+  EXPECT_TRUE(has(v, "spec.roles[0].members", "must be at least 2 for cardinality \"2+\"")) << msg;
+  EXPECT_TRUE(has(v, "spec.roles[1].id", "role \"client\" is not defined by AppType")) << msg;
+  EXPECT_EQ(v.size(), 3u) << msg;
+
+  put(stack, "/spec/app", "nope");
+  v = f.check(stack);
+  EXPECT_TRUE(has(v, "spec.app", "AppType \"nope\" not found in namespace \"team-a\" (local)"))
+      << catalog::join(v);
+}
+
+// UID names are the ones checked: a Stack name too long for CrNameRole is fine under UID.
+TEST(StackRules, UidNamingChecksTheNamesItProduces) {
+  Fixture f;
+  json::value stack = base_stack();
+  put(stack, "/metadata/name", json::string(std::string(60, 'a')));
+  EXPECT_FALSE(f.check(stack).empty());
+  put(stack, "/spec/namingScheme", "UID");
+  EXPECT_TRUE(f.check(stack).empty()) << catalog::join(f.check(stack));
 }
 
 TEST(StackRules, StorageWithoutClassNeedsADefault) {
