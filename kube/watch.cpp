@@ -35,7 +35,7 @@ Result<void> WatchDecoder::feed(std::string_view bytes, std::vector<WatchEvent>&
       if (bytes.empty()) break;
     }
     boost::system::error_code ec;
-    const std::size_t used = parser_.write_some(bytes.data(), bytes.size(), ec);
+    const std::size_t used = parser_.write_some(bytes, ec);
     if (ec) {
       return make_error(ErrorKind::kDecode,
                         fmt::format("watch stream: malformed JSON at byte {} of an event: {}",

@@ -7,10 +7,10 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/json/stream_parser.hpp>
 #include <boost/json/value.hpp>
 
 #include "kube/error.h"
+#include "kube/json_parser.h"
 
 namespace kstack::kube {
 
@@ -44,7 +44,9 @@ class WatchDecoder {
  private:
   Result<void> finish_value(std::vector<WatchEvent>& out);
 
-  boost::json::stream_parser parser_;
+  // Exact numbers: Boost.JSON's own parser gives a number split across two feeds a different
+  // double than the same number fed whole (kube/json_parser.h).
+  JsonStreamParser parser_;
   std::size_t max_event_bytes_;
   std::size_t in_value_bytes_ = 0;
 };

@@ -11,8 +11,10 @@
 
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/parse_options.hpp>
 #include <boost/json/serialize.hpp>
-#include <boost/json/stream_parser.hpp>
+
+#include "kube/json_parser.h"
 
 namespace kstack::validator {
 
@@ -28,7 +30,6 @@ constexpr std::string_view kKind = "AdmissionReview";
 // Kubernetes objects nest deeper than Boost.JSON's default of 32 (pod templates in a Stack).
 constexpr std::size_t kMaxJsonDepth = 128;
 constexpr std::size_t kMaxQuotedChars = 64;  // of a wrong value quoted in an error
-constexpr std::size_t kParserScratchBytes = 4096;
 constexpr std::size_t kMinArenaBytes = 4096;
 constexpr std::size_t kMaxInitialArenaBytes = 1u << 20;  // grows beyond this as needed
 
@@ -69,21 +70,30 @@ std::string_view type_name(const json::value& v) {
 
 // The DOM of one review lives in one arena (a monotonic resource shared by the values that
 // use it, freed with the last of them): a Stack review is hundreds of small allocations.
+// Numbers are parsed exactly (kube/json_parser.h), so that a patch quoting one gives the API
+// server the number it sent, and one beyond double's range is refused: it would be echoed as
+// `Infinity`, which is not JSON, and the API server's Go encoder never writes one.
 kube::Result<json::value> parse(std::string_view body) {
   json::parse_options opts;
   opts.max_depth = kMaxJsonDepth;
-  unsigned char scratch[kParserScratchBytes];  // the parser's own temporary storage
-  json::stream_parser p(json::storage_ptr(), opts, scratch);
+  kube::JsonStreamParser p(opts);
   p.reset(json::make_shared_resource<json::monotonic_resource>(
       std::clamp(body.size() * 2, kMinArenaBytes, kMaxInitialArenaBytes)));
   boost::system::error_code ec;
-  const std::size_t used = p.write_some(body.data(), body.size(), ec);
+  const std::size_t used = p.write_some(body, ec);
+  if (ec == kube::number_out_of_range()) {
+    return bad_request("the number ending at byte " + std::to_string(used) +
+                       " is beyond the range of a double");
+  }
   if (ec)
     return bad_request("body is not JSON at byte " + std::to_string(used) + ": " + ec.message());
   if (used != body.size()) {
     return bad_request("unexpected data after the JSON value at byte " + std::to_string(used));
   }
   p.finish(ec);
+  if (ec == kube::number_out_of_range()) {
+    return bad_request("the number ending the body is beyond the range of a double");
+  }
   if (ec) {
     return bad_request("body is not JSON at byte " + std::to_string(body.size()) + ": " +
                        (body.empty() ? std::string("empty body") : ec.message()));

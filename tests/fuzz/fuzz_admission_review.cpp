@@ -1,7 +1,6 @@
 // Fuzzes the AdmissionReview envelope (validator/admission.cpp): decode_review on any body,
 // and for every review it accepts, encode_review of an allow and of a denial with a patch and
 // warnings must be JSON that echoes the uid and apiVersion, with the patch in base64.
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +9,7 @@
 
 #include <boost/json.hpp>
 
+#include "kube/json_parser.h"
 #include "validator/admission.h"
 
 namespace {
@@ -52,25 +52,6 @@ std::string decode_base64(std::string_view in) {
   return out;
 }
 
-// Boost.JSON 1.81 parses numbers beyond double's range (1e400) as infinity and serializes
-// that as `Infinity`, which is not JSON. decode_review accepts such numbers (the API server
-// never sends them: Go's decoder refuses them), so a patch echoing them cannot round-trip;
-// such inputs skip the patch check (reported to the validator's owner).
-bool has_non_finite(const json::value& v) {
-  if (v.is_double()) return !std::isfinite(v.get_double());
-  if (v.is_array()) {
-    for (const auto& item : v.get_array()) {
-      if (has_non_finite(item)) return true;
-    }
-  }
-  if (v.is_object()) {
-    for (const auto& member : v.get_object()) {
-      if (has_non_finite(member.value())) return true;
-    }
-  }
-  return false;
-}
-
 // The encoded answer must parse and carry the request's apiVersion and uid.
 json::object check_envelope(const std::string& encoded,
                             const kstack::validator::AdmissionRequest& request) {
@@ -90,6 +71,18 @@ json::object check_envelope(const std::string& encoded,
     fail("uid not echoed", encoded);
   }
   return response->get_object();
+}
+
+// request.object as the API server meant it: the body read with exact numbers (Go's
+// decoder, kube::parse_json), as deep as decode_review allows; null when it is not an object.
+json::value sent_object(std::string_view body) {
+  json::parse_options options;
+  options.max_depth = 128;
+  boost::system::error_code ec;
+  json::value review = kstack::kube::parse_json(body, ec, {}, options);
+  if (ec) fail("decode_review accepted what an exact JSON parser refuses", ec.message());
+  const json::value* object = review.at("request").get_object().if_contains("object");
+  return object != nullptr && object->is_object() ? *object : json::value();
 }
 
 }  // namespace
@@ -122,12 +115,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   denial.warnings = {request->username, request->namespace_name};
   const json::object response =
       check_envelope(kstack::validator::encode_review(*request, denial), *request);
-  if (has_non_finite(request->object)) return 0;
   const json::value* encoded_patch = response.if_contains("patch");
   if (encoded_patch == nullptr || !encoded_patch->is_string()) fail("no patch", "");
   const std::string decoded = decode_base64(encoded_patch->get_string());
+  // The API server reads the patch as exactly as it wrote the review (Go's decoder; modelled
+  // by kube::parse_json, as Boost.JSON's json::parse misreads some doubles): the value it
+  // gets back must be the object it sent, every number included.
+  json::array expected = patch;
+  expected[0].get_object()["value"] = sent_object(body);
   boost::system::error_code ec;
-  if (json::parse(decoded, ec) != json::value(patch) || ec) {
+  if (kstack::kube::parse_json(decoded, ec) != json::value(expected) || ec) {
     fail("patch does not round-trip", decoded);
   }
   return 0;

@@ -93,5 +93,50 @@ TEST(WatchDecoder, OversizedEventIsRefusedBeforeItIsBuffered) {
   EXPECT_EQ(r.error().kind, ErrorKind::kResponseTooLarge);
 }
 
+// Feeds `stream` in two parts split at `at`, stopping at the first error as the contract asks.
+Result<void> feed_split(WatchDecoder& d, std::string_view stream, std::size_t at,
+                        std::vector<WatchEvent>& out) {
+  if (auto r = d.feed(stream.substr(0, at), out); !r) return r;
+  return d.feed(stream.substr(at), out);
+}
+
+TEST(WatchDecoder, NumbersDecodeToTheExactDoubleWhateverTheChunkSplit) {
+  // Found by fuzz_watch_decoder: Boost.JSON's own parser read 33333.3333332333233 as
+  // 33333.333333233328 when the stream came whole and as 33333.33333323332 (the exact double)
+  // when split; and it reads 1.2E85 as 1.2000000000000002E85 either way.
+  const std::string stream = R"({"type":"ADDED","object":33333.3333332333233})"
+                             "33333\n"
+                             R"({"type":"ADDED","object":{"n":1.2E85}})";
+  for (std::size_t at = 0; at <= stream.size(); ++at) {
+    WatchDecoder d;
+    std::vector<WatchEvent> out;
+    EXPECT_FALSE(feed_split(d, stream, at, out)) << "a bare number is no event; split at " << at;
+    ASSERT_EQ(out.size(), 1u) << "split at " << at;
+    EXPECT_EQ(out[0].object, boost::json::value(33333.3333332333233)) << "split at " << at;
+  }
+  const std::string_view event = std::string_view(stream).substr(stream.find('\n') + 1);
+  for (std::size_t at = 0; at <= event.size(); ++at) {
+    WatchDecoder d;
+    std::vector<WatchEvent> out;
+    ASSERT_TRUE(feed_split(d, event, at, out)) << "split at " << at;
+    ASSERT_EQ(out.size(), 1u) << "split at " << at;
+    EXPECT_EQ(out[0].object.at("n"), boost::json::value(1.2E85)) << "split at " << at;
+  }
+}
+
+TEST(WatchDecoder, ANumberBeyondTheRangeOfADoubleIsADecodeError) {
+  // Boost.JSON would make it infinity, which serializes as the non-JSON `Infinity`.
+  WatchDecoder d;
+  std::vector<WatchEvent> out;
+  auto r = d.feed(R"({"type":"ADDED","object":{"n":-1e400}})"
+                  "\n",
+                  out);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kDecode);
+  EXPECT_NE(r.error().message.find("beyond the range of a double"), std::string::npos)
+      << r.error().message;
+  EXPECT_TRUE(out.empty());
+}
+
 }  // namespace
 }  // namespace kstack::kube

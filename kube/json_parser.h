@@ -1,0 +1,58 @@
+// JSON parsing with exact numbers. Boost.JSON 1.81 converts a decimal number to double
+// inexactly (1.2E85 becomes 1.2000000000000002E85, whose own text parses to yet another
+// double) and the result even depends on how the number's text sits in the input buffer: a
+// watch event fed whole and fed in chunks gave two different doubles. These parsers take the
+// DOM from Boost.JSON but convert every non-integer number from its complete text with
+// std::from_chars (correctly rounded, as Go's encoding/json on the API server's side), so
+// the value is the same whatever the chunking and re-serializes to text that parses back to
+// it. A number beyond double's range is refused (number_out_of_range()): Boost.JSON would
+// make it infinity, which serializes as the non-JSON `Infinity`, and no API server sends one
+// (Go's decoder refuses it too). One too close to zero becomes 0, as in Go.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+#include <boost/json/parse_options.hpp>
+#include <boost/json/storage_ptr.hpp>
+#include <boost/json/value.hpp>
+#include <boost/system/error_code.hpp>
+
+namespace kstack::kube {
+
+// boost::json::stream_parser's contract (write_some stops after one complete value; done,
+// finish, release, reset), with exact numbers.
+class JsonStreamParser {
+ public:
+  explicit JsonStreamParser(const boost::json::parse_options& options = {});
+  ~JsonStreamParser();
+  JsonStreamParser(JsonStreamParser&&) noexcept;
+  JsonStreamParser& operator=(JsonStreamParser&&) noexcept;
+
+  // Parses a prefix of `bytes`, returns how many bytes it used; on a malformed input (or a
+  // number out of range) sets `ec` and the parser must be reset before it is used again.
+  std::size_t write_some(std::string_view bytes, boost::system::error_code& ec);
+  // Tells the parser the input ended (a bare number at the end completes here).
+  void finish(boost::system::error_code& ec);
+  // True once one complete value has been parsed.
+  bool done() const;
+  // The parsed value; only after done().
+  boost::json::value release();
+  // Starts over; the next value is allocated from `storage`.
+  void reset(boost::json::storage_ptr storage = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// boost::json::parse with exact numbers: one JSON text, nothing but whitespace after it.
+boost::json::value parse_json(std::string_view text, boost::system::error_code& ec,
+                              boost::json::storage_ptr storage = {},
+                              const boost::json::parse_options& options = {});
+
+// The error a number beyond the range of a double gives.
+boost::system::error_code number_out_of_range();
+
+}  // namespace kstack::kube
