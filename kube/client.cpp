@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include "kube/json_parser.h"
+
 namespace kstack::kube {
 namespace json = boost::json;
 
@@ -174,8 +176,10 @@ Result<json::value> Client::call(std::string_view verb, std::string_view method,
                             e.message);
     return tl::unexpected(std::move(e));
   }
+  // Exact numbers, as the watch stream reads them (kube/json_parser.h): a LIST and a watch
+  // event of the same object must decode to the same values.
   boost::system::error_code ec;
-  json::value v = json::parse(resp->body, ec);
+  json::value v = parse_json(resp->body, ec);
   if (ec) {
     return make_error(ErrorKind::kDecode, fmt::format("{} {}: response is not JSON: {}", method,
                                                       path_and_query, ec.message()));
