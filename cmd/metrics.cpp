@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -138,6 +139,34 @@ struct OperatorMetrics::Impl {
   std::map<std::string, prometheus::Histogram*, std::less<>> admission_duration;
   prometheus::Gauge* leader = nullptr;
   std::shared_ptr<QueueMetrics> queue;
+  mutable std::mutex admission_server_mu;  // set_admission_server() vs. scrape()
+  std::function<AdmissionServerCounters()> admission_server;
+
+  void collect_admission_server(std::vector<MetricFamily>& out) const {
+    std::lock_guard lock(admission_server_mu);
+    if (!admission_server) return;
+    const AdmissionServerCounters c = admission_server();
+    auto counter = [&out](std::string_view name, std::string help, std::uint64_t value) {
+      auto f = family(name, std::move(help), MetricType::Counter);
+      ClientMetric m;
+      m.counter.value = static_cast<double>(value);
+      f.metric.push_back(std::move(m));
+      out.push_back(std::move(f));
+    };
+    counter(kMetricAdmissionConnectionsRefused,
+            "Connections the admission server closed at accept because the maximum number of "
+            "connections were open.",
+            c.refused_connections);
+    counter(kMetricAdmissionBodyBudgetRefusals,
+            "Admission requests answered 503 because the in-flight request body budget was taken.",
+            c.busy);
+    auto gauge = family(kMetricAdmissionInflightBodyBytes,
+                        "Bytes of the in-flight request body budget taken by requests being read "
+                        "or served.",
+                        MetricType::Gauge);
+    gauge.metric.push_back(gauge_value(static_cast<double>(c.inflight_body_bytes)));
+    out.push_back(std::move(gauge));
+  }
 
   void collect_rest_client(std::vector<MetricFamily>& out) const {
     if (!client) return;
@@ -321,9 +350,15 @@ void OperatorMetrics::observe_admission(std::string_view endpoint, int http_stat
 
 void OperatorMetrics::set_leader(bool leading) { impl_->leader->Set(leading ? 1 : 0); }
 
+void OperatorMetrics::set_admission_server(std::function<AdmissionServerCounters()> read) {
+  std::lock_guard lock(impl_->admission_server_mu);
+  impl_->admission_server = std::move(read);
+}
+
 std::string OperatorMetrics::scrape() const {
   auto families = impl_->registry->Collect();
   impl_->collect_rest_client(families);
+  impl_->collect_admission_server(families);
   impl_->collect_process(families);
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);

@@ -16,12 +16,22 @@
 //   leader_election_master_status{name}                     gauge, 1 while this replica leads
 //   kstack_admission_requests_total{endpoint,code}          counter (/validate, /mutate, ...)
 //   kstack_admission_duration_seconds{endpoint}             histogram
+//   kstack_admission_connections_refused_total               counter: connections closed at
+//                                                            accept, --webhook-max-connections
+//                                                            were open
+//   kstack_admission_body_budget_refusals_total              counter: requests answered 503,
+//                                                            --webhook-max-inflight-body-bytes
+//                                                            was taken
+//   kstack_admission_inflight_body_bytes                     gauge: the body budget taken now
+//   (these three read from the admission server at scrape time; absent without a webhook)
 //   kstack_build_info{version,commit}                       gauge, always 1
 //   process_cpu_seconds_total, process_resident_memory_bytes, process_virtual_memory_bytes,
 //   process_open_fds, process_max_fds, process_start_time_seconds (from /proc at scrape time)
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -46,6 +56,12 @@ inline constexpr std::string_view kMetricRestClientRequests = "rest_client_reque
 inline constexpr std::string_view kMetricLeaderStatus = "leader_election_master_status";
 inline constexpr std::string_view kMetricAdmissionRequests = "kstack_admission_requests_total";
 inline constexpr std::string_view kMetricAdmissionDuration = "kstack_admission_duration_seconds";
+inline constexpr std::string_view kMetricAdmissionConnectionsRefused =
+    "kstack_admission_connections_refused_total";
+inline constexpr std::string_view kMetricAdmissionBodyBudgetRefusals =
+    "kstack_admission_body_budget_refusals_total";
+inline constexpr std::string_view kMetricAdmissionInflightBodyBytes =
+    "kstack_admission_inflight_body_bytes";
 inline constexpr std::string_view kMetricBuildInfo = "kstack_build_info";
 
 // The Prometheus text exposition format, version 0.0.4.
@@ -58,6 +74,14 @@ struct OperatorMetricsOptions {
   int max_concurrent_reconciles = 1;
   std::string version;  // kstack_build_info labels
   std::string commit;
+};
+
+// The admission server's global limits at work (validator::ServerStats, copied so that cmd's
+// runtime library does not depend on the validator).
+struct AdmissionServerCounters {
+  std::uint64_t refused_connections = 0;  // closed at accept: max connections were open
+  std::uint64_t busy = 0;                 // answered 503: the in-flight body budget was taken
+  std::uint64_t inflight_body_bytes = 0;  // the budget taken now
 };
 
 // Thread-safe: the observers are called from workers, the queue and the admission server's
@@ -78,6 +102,9 @@ class OperatorMetrics {
   void observe_admission(std::string_view endpoint, int http_status,
                          std::chrono::nanoseconds duration);
   void set_leader(bool leading);
+  // Read at every scrape while set; null (the default, or once the server is gone): the three
+  // kstack_admission_* server metrics are left out.
+  void set_admission_server(std::function<AdmissionServerCounters()> read);
 
   // Every metric in the Prometheus text format (kMetricsContentType).
   std::string scrape() const;

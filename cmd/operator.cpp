@@ -33,6 +33,13 @@
 #include "validator/webhook.h"
 
 namespace kstack::cmd {
+
+// cmd's runtime library (flags, metrics) does not link the validator: its copies must agree.
+static_assert(OperatorOptions{}.webhook_max_connections == validator::kMaxConnections);
+static_assert(OperatorOptions{}.webhook_max_inflight_body_bytes ==
+              validator::kMaxInflightBodyBytes);
+static_assert(kMinInflightBodyBytes == validator::kMaxRequestBodyBytes);
+
 namespace {
 
 enum class StopReason { kSignal, kLeaseLost };
@@ -207,6 +214,8 @@ validator::WebhookOptions webhook_options(const OperatorOptions& options, std::s
   w.operator_username = std::move(username);
   w.server.bind_address = options.bind_address;
   w.server.port = options.webhook_port;
+  w.server.max_connections = options.webhook_max_connections;
+  w.server.max_inflight_body_bytes = options.webhook_max_inflight_body_bytes;
   w.server.on_request = [&metrics](std::string_view endpoint, int status,
                                    std::chrono::nanoseconds duration) {
     metrics.observe_admission(endpoint, status, duration);
@@ -217,6 +226,15 @@ validator::WebhookOptions webhook_options(const OperatorOptions& options, std::s
     w.key_file = options.webhook_cert_dir + "/tls.key";
   }
   return w;
+}
+
+// For OperatorMetrics::set_admission_server; `webhook` must outlive the reader's registration.
+std::function<AdmissionServerCounters()> admission_server_counters(
+    const validator::Webhook& webhook) {
+  return [&webhook] {
+    const validator::ServerStats s = webhook.stats();
+    return AdmissionServerCounters{s.refused_connections, s.busy, s.inflight_body_bytes};
+  };
 }
 
 struct Connection {
@@ -338,6 +356,7 @@ int run_operator(const OperatorOptions& options) {
   if (auto started = start_components(options, client, username, metrics, controller); started) {
     webhook = std::move(*started);
     readiness.webhook = webhook.get();
+    if (webhook) metrics.set_admission_server(admission_server_counters(*webhook));
   } else {
     spdlog::error("operator: start-up failed: {}", started.error().to_string());
     controller.stop();
@@ -409,6 +428,7 @@ int run_operator(const OperatorOptions& options) {
   if (webhook) webhook->stop();
   controller.stop();
   for (auto& e : endpoints) e->stop();
+  metrics.set_admission_server(nullptr);  // the webhook goes before `metrics`
   readiness.webhook = nullptr;
   const auto stats = controller.stats();
   spdlog::info("operator: stopped after {} reconciles ({} failed)", stats.reconciles,

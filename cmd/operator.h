@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@
 #include "kube/config.h"
 
 namespace kstack::cmd {
+
+// validator::kMaxRequestBodyBytes (checked in operator.cpp): the smallest in-flight body budget.
+inline constexpr std::size_t kMinInflightBodyBytes = 3u << 20;
 
 struct OperatorOptions {
   // Connection (kubectl's rules: --kubeconfig, KUBECONFIG, ~/.kube/config, in-cluster).
@@ -41,6 +45,11 @@ struct OperatorOptions {
   bool webhook = true;
   std::uint16_t webhook_port = 9443;
   std::string webhook_cert_dir;  // tls.crt + tls.key (cert-manager); "" = self-managed CA
+  // The admission server's global limits (validator::ServerOptions; the defaults are
+  // validator::kMaxConnections and kMaxInflightBodyBytes, checked in operator.cpp). The body
+  // budget must hold the largest request body, kMinInflightBodyBytes.
+  std::size_t webhook_max_connections = 512;
+  std::size_t webhook_max_inflight_body_bytes = 64u << 20;
   // Hosts the API server calls the webhook by URL instead of through the Service (local runs,
   // the test control plane): added to the self-managed serving certificate's SANs.
   std::vector<std::string> webhook_url_hosts;

@@ -1,6 +1,7 @@
 #include "cmd/operator_flags.h"
 
 #include <cctype>
+#include <limits>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -198,6 +199,21 @@ CLI::App* add_operator_command(CLI::App& app, OperatorOptions& o) {
                    "Host (IP or DNS name) the API server calls the webhook by URL rather than "
                    "through the Service; added to the serving certificate (repeatable)")
       ->envname("KSTACK_WEBHOOK_URL_HOST");
+  admission
+      ->add_option("--webhook-max-connections", o.webhook_max_connections,
+                   "Connections the admission server keeps open at once; more are closed at "
+                   "accept (kstack_admission_connections_refused_total)")
+      ->check(CLI::PositiveNumber)
+      ->envname("KSTACK_WEBHOOK_MAX_CONNECTIONS");
+  admission
+      ->add_option("--webhook-max-inflight-body-bytes", o.webhook_max_inflight_body_bytes,
+                   "Bytes of request bodies the admission server reads or serves at once; a "
+                   "request beyond it is answered 503 with Retry-After "
+                   "(kstack_admission_body_budget_refusals_total). At least 3 MiB (3145728), "
+                   "the largest request body")
+      ->check(CLI::Range(kMinInflightBodyBytes, std::numeric_limits<std::size_t>::max())
+                  .description(fmt::format("at least {}", kMinInflightBodyBytes)))
+      ->envname("KSTACK_WEBHOOK_MAX_INFLIGHT_BODY_BYTES");
   admission
       ->add_option("--operator-username", o.operator_username,
                    "The operator's own username, the only one allowed to write Stack status and "

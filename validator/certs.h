@@ -197,9 +197,11 @@ struct WebhookConfigurationOptions {
   int timeout_seconds = kWebhookTimeoutSeconds;
 };
 
-// CREATE, UPDATE, DELETE → POST <...>/validate, webhook "validate.kstack.io".
+// apptypes, stacks, stacks/status, kstackconfigs on CREATE, UPDATE, DELETE → POST
+// <...>/validate, webhook "validate.kstack.io".
 boost::json::value validating_webhook_configuration(const WebhookConfigurationOptions& options);
-// CREATE, UPDATE → POST <...>/mutate, webhook "mutate.kstack.io".
+// Stacks (not stacks/status) on CREATE, UPDATE → POST <...>/mutate, webhook "mutate.kstack.io":
+// only what the defaulting touches. deploy/webhook.yaml holds the same rules.
 boost::json::value mutating_webhook_configuration(const WebhookConfigurationOptions& options);
 
 // Standard base64 (with padding) as Kubernetes stores `[]byte` fields, and back.

@@ -16,13 +16,15 @@ const kube::ResourceType kMutatingWebhookConfigurations{"admissionregistration.k
 
 namespace {
 
-// Only kstack's own kinds: a kstack outage must never block core resources.
-json::array kstack_rules(json::array operations) {
+// Only kstack's own kinds: a kstack outage must never block core resources. Each webhook names
+// only what its handler acts on: every matched request is a failurePolicy-Fail call in front of
+// the write, the operator's own status writes included.
+json::array kstack_rules(json::array operations, json::array resources) {
   return json::array{json::object{
       {"apiGroups", json::array{"kstack.io"}},
       {"apiVersions", json::array{"v1beta1"}},
       {"operations", std::move(operations)},
-      {"resources", json::array{"apptypes", "stacks", "stacks/status", "kstackconfigs"}},
+      {"resources", std::move(resources)},
       {"scope", "*"},
   }};
 }
@@ -42,7 +44,7 @@ json::object client_config(const WebhookConfigurationOptions& o, std::string_vie
 }
 
 json::object webhook(const WebhookConfigurationOptions& o, std::string_view name,
-                     std::string_view path, json::array operations) {
+                     std::string_view path, json::array rules) {
   return json::object{
       {"name", name},
       {"admissionReviewVersions", json::array{"v1", "v1beta1"}},
@@ -51,7 +53,7 @@ json::object webhook(const WebhookConfigurationOptions& o, std::string_view name
       {"matchPolicy", "Equivalent"},
       {"timeoutSeconds", o.timeout_seconds},
       {"clientConfig", client_config(o, path)},
-      {"rules", kstack_rules(std::move(operations))},
+      {"rules", std::move(rules)},
   };
 }
 
@@ -64,8 +66,12 @@ json::object metadata(const std::string& name) {
 }  // namespace
 
 json::value validating_webhook_configuration(const WebhookConfigurationOptions& options) {
-  json::object hook = webhook(options, "validate.kstack.io", "/validate",
-                              json::array{"CREATE", "UPDATE", "DELETE"});
+  // /validate checks AppTypes, Stacks and the KStackConfig on every write, and who writes
+  // stacks/status (check_owned_fields); AppTypes and KStackConfigs have no status subresource.
+  json::object hook =
+      webhook(options, "validate.kstack.io", "/validate",
+              kstack_rules(json::array{"CREATE", "UPDATE", "DELETE"},
+                           json::array{"apptypes", "stacks", "stacks/status", "kstackconfigs"}));
   return json::object{{"apiVersion", kValidatingWebhookConfigurations.api_version()},
                       {"kind", kValidatingWebhookConfigurations.kind},
                       {"metadata", metadata(options.validating_name)},
@@ -73,8 +79,10 @@ json::value validating_webhook_configuration(const WebhookConfigurationOptions& 
 }
 
 json::value mutating_webhook_configuration(const WebhookConfigurationOptions& options) {
-  json::object hook =
-      webhook(options, "mutate.kstack.io", "/mutate", json::array{"CREATE", "UPDATE"});
+  // /mutate defaults only a Stack's spec on CREATE and UPDATE (RulesHandler::do_mutate); it
+  // passes AppTypes, KStackConfigs and status writes through untouched, so they are not sent.
+  json::object hook = webhook(options, "mutate.kstack.io", "/mutate",
+                              kstack_rules(json::array{"CREATE", "UPDATE"}, json::array{"stacks"}));
   hook["reinvocationPolicy"] = "Never";
   return json::object{{"apiVersion", kMutatingWebhookConfigurations.api_version()},
                       {"kind", kMutatingWebhookConfigurations.kind},

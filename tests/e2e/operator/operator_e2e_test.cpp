@@ -239,6 +239,7 @@ TEST_F(OperatorE2E, ReadyzIs503UntilTheCachesHaveSyncedThen200) {
 TEST_F(OperatorE2E, MetricsDuringAConvergenceCountReconcilesRequestsAndAdmission) {
   OperatorFlags flags;
   flags.webhook_port = free_port();
+  flags.extra = {"--webhook-max-connections=64", "--webhook-max-inflight-body-bytes=8388608"};
   ASSERT_TRUE(register_webhook(flags.webhook_port));
   auto& op = start(flags);
   auto ready = op.wait_ready(kReadyTimeout);
@@ -269,6 +270,10 @@ TEST_F(OperatorE2E, MetricsDuringAConvergenceCountReconcilesRequestsAndAdmission
             0)
       << scraped;
   EXPECT_GT(metric_sum(scraped, "kstack_admission_duration_seconds_count").value_or(0), 0);
+  // The admission server's limits: nothing refused by this light load, but exported.
+  EXPECT_EQ(metric_sum(scraped, "kstack_admission_connections_refused_total"), 0.0) << scraped;
+  EXPECT_EQ(metric_sum(scraped, "kstack_admission_body_budget_refusals_total"), 0.0) << scraped;
+  EXPECT_TRUE(metric_sum(scraped, "kstack_admission_inflight_body_bytes")) << scraped;
   EXPECT_EQ(metric_sum(scraped, "leader_election_master_status", {R"(name="kstack-operator")"}),
             1.0);
   EXPECT_GT(metric_sum(scraped, "process_resident_memory_bytes").value_or(0), 0);

@@ -2,6 +2,7 @@
 // (informer-backed catalog, rules, HTTPS server, self-managed certificates) registered through
 // clientConfig.url on 127.0.0.1 with the caBundle the operator writes, and kubectl and
 // clients of different users on the other side.
+#include <atomic>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -30,6 +31,7 @@ constexpr const char* kUser = "bob";        // an ordinary user with RBAC on sta
 
 const kube::ResourceType kStacks{"kstack.io", "v1beta1", "stacks", "Stack", true};
 const kube::ResourceType kAppTypes{"kstack.io", "v1beta1", "apptypes", "AppType", true};
+const kube::ResourceType kConfigs{"kstack.io", "v1beta1", "kstackconfigs", "KStackConfig", true};
 const kube::ResourceType kValidating{"admissionregistration.k8s.io", "v1",
                                      "validatingwebhookconfigurations",
                                      "ValidatingWebhookConfiguration", false};
@@ -83,6 +85,11 @@ class WebhookE2E : public ::testing::Test {
     o.server.bind_address = "127.0.0.1";
     o.server.port = 0;
     o.extra_sans = {"127.0.0.1"};
+    // Counted before the answer is written, so a write the API server has finished is counted.
+    o.server.on_request = [](std::string_view endpoint, int, std::chrono::nanoseconds) {
+      if (endpoint == "/mutate") ++mutate_calls_;
+      if (endpoint == "/validate") ++validate_calls_;
+    };
     auto started = start_webhook(admin(), o);
     ASSERT_TRUE(started) << started.error().to_string();
     webhook_ = std::move(*started).release();
@@ -120,9 +127,13 @@ class WebhookE2E : public ::testing::Test {
   }
 
   static Webhook* webhook_;
+  static std::atomic<std::uint64_t> mutate_calls_;
+  static std::atomic<std::uint64_t> validate_calls_;
 };
 
 Webhook* WebhookE2E::webhook_ = nullptr;
+std::atomic<std::uint64_t> WebhookE2E::mutate_calls_{0};
+std::atomic<std::uint64_t> WebhookE2E::validate_calls_{0};
 
 TEST_F(WebhookE2E, AnInvalidStackIsRefusedNamingEveryBadField) {
   auto r = testenv::control_plane().kubectl({"apply", "-f", "-"}, R"(apiVersion: kstack.io/v1beta1
@@ -259,6 +270,64 @@ spec: {app: kv, roles: [{id: server, members: 3}]}
     auto kept = c->get(kAppTypes, "bulk", "kv");
     EXPECT_TRUE(kept) << query << ": " << kept.error().to_string();
   }
+}
+
+// The calls each webhook endpoint answered while `write` ran (nothing else writes kstack's kinds
+// in this binary, and the API server calls its webhooks before the write returns).
+struct Calls {
+  std::uint64_t mutate = 0;
+  std::uint64_t validate = 0;
+};
+
+TEST_F(WebhookE2E, StatusWritesAppTypesAndTheConfigSkipTheMutatingWebhookWhileStacksAreDefaulted) {
+  auto during = [](auto write) {
+    const std::uint64_t m = mutate_calls_, v = validate_calls_;
+    write();
+    return Calls{mutate_calls_ - m, validate_calls_ - v};
+  };
+  auto c = admin();
+  kube::Result<json::value> stack = kube::make_error(kube::ErrorKind::kInternal, "not created");
+  Calls calls = during([&] {
+    stack = c->create(kStacks, "shop", json::parse(R"({"apiVersion":"kstack.io/v1beta1",
+        "kind":"Stack","metadata":{"name":"counted"},"spec":{"app":"kv","roles":[{"id":"server"}]}})"));
+  });
+  ASSERT_TRUE(stack) << stack.error().to_string();
+  EXPECT_EQ(str_at(*stack, "/spec/serviceType"), "ClusterIP");
+  EXPECT_GE(calls.mutate, 1u) << "a Stack CREATE is defaulted through /mutate";
+
+  // The operator's status writes, as it makes them: PUT and merge patch of stacks/status.
+  auto op = client_for(kOperator);
+  json::value with_status = *stack;
+  with_status.as_object()["status"] = json::object{{"state", "creating"}};
+  calls = during([&] {
+    auto put = op->update_status(kStacks, "shop", with_status);
+    ASSERT_TRUE(put) << put.error().to_string();
+    auto patched = op->patch(kStacks, "shop", "counted", kube::PatchType::kMerge,
+                             R"({"status":{"state":"ready"}})", {}, "status");
+    ASSERT_TRUE(patched) << patched.error().to_string();
+  });
+  EXPECT_EQ(calls.mutate, 0u) << "stacks/status went through /mutate";
+  EXPECT_GE(calls.validate, 2u) << "stacks/status is still checked by /validate";
+
+  auto app = catalog::parse_yaml(kAppType);
+  ASSERT_TRUE(app);
+  app->at_pointer("/metadata/name") = "kv-counted";
+  calls = during([&] {
+    auto created = c->create(kAppTypes, "shop", *app);
+    ASSERT_TRUE(created) << created.error().to_string();
+  });
+  EXPECT_EQ(calls.mutate, 0u) << "an AppType CREATE went through /mutate";
+  EXPECT_GE(calls.validate, 1u);
+
+  calls = during([&] {
+    auto created = c->create(kConfigs, kSystemNamespace, json::parse(R"({
+        "apiVersion":"kstack.io/v1beta1","kind":"KStackConfig",
+        "metadata":{"name":"kstack-config"},"spec":{}})"));
+    ASSERT_TRUE(created) << created.error().to_string();
+  });
+  EXPECT_EQ(calls.mutate, 0u) << "a KStackConfig CREATE went through /mutate";
+  EXPECT_GE(calls.validate, 1u);
+  ASSERT_TRUE(c->remove(kConfigs, kSystemNamespace, "kstack-config"));
 }
 
 TEST_F(WebhookE2E, TheWebhookIsReadyAndCountsWhatItAnswered) {

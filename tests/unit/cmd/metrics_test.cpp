@@ -81,5 +81,23 @@ TEST(OperatorMetrics, AdmissionLeaderBuildAndProcessMetricsAreExported) {
   EXPECT_TRUE(has_line(m.scrape(), R"(leader_election_master_status{name="kstack-operator"} 0)"));
 }
 
+TEST(OperatorMetrics, TheAdmissionServerLimitsAreExportedOnlyWhileAServerIsSet) {
+  OperatorMetrics m(nullptr, {});
+  EXPECT_EQ(m.scrape().find("kstack_admission_connections_refused_total"), std::string::npos);
+  AdmissionServerCounters counters{7, 3, 4096};
+  m.set_admission_server([&counters] { return counters; });
+  auto text = m.scrape();
+  EXPECT_TRUE(has_line(text, "kstack_admission_connections_refused_total 7")) << text;
+  EXPECT_TRUE(has_line(text, "kstack_admission_body_budget_refusals_total 3")) << text;
+  EXPECT_TRUE(has_line(text, "kstack_admission_inflight_body_bytes 4096")) << text;
+  EXPECT_NE(text.find("# TYPE kstack_admission_connections_refused_total counter"),
+            std::string::npos);
+  EXPECT_NE(text.find("# TYPE kstack_admission_inflight_body_bytes gauge"), std::string::npos);
+  counters.inflight_body_bytes = 0;  // read at scrape time, not when set
+  EXPECT_TRUE(has_line(m.scrape(), "kstack_admission_inflight_body_bytes 0"));
+  m.set_admission_server(nullptr);
+  EXPECT_EQ(m.scrape().find("kstack_admission_inflight_body_bytes"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kstack::cmd

@@ -56,6 +56,39 @@ TEST(OperatorFlags, DefaultsFollowTheSpec) {
   EXPECT_EQ(p.options.lease_duration, 15s);
   EXPECT_EQ(p.options.log_format, "auto");
   EXPECT_EQ(p.options.coalesce_ms, 250);
+  EXPECT_EQ(p.options.webhook_max_connections, 512u);
+  EXPECT_EQ(p.options.webhook_max_inflight_body_bytes, 64u << 20);
+}
+
+TEST(OperatorFlags, TheAdmissionServerLimitsComeFromFlagsOrTheEnvironment) {
+  const auto p =
+      parse({"--webhook-max-connections=64", "--webhook-max-inflight-body-bytes=16777216"});
+  ASSERT_EQ(p.error, "");
+  EXPECT_EQ(p.options.webhook_max_connections, 64u);
+  EXPECT_EQ(p.options.webhook_max_inflight_body_bytes, 16u << 20);
+
+  ::setenv("KSTACK_WEBHOOK_MAX_CONNECTIONS", "32", 1);
+  ::setenv("KSTACK_WEBHOOK_MAX_INFLIGHT_BODY_BYTES", "8388608", 1);
+  const auto from_env = parse({});
+  const auto flag_wins = parse({"--webhook-max-connections=16"});
+  ::unsetenv("KSTACK_WEBHOOK_MAX_CONNECTIONS");
+  ::unsetenv("KSTACK_WEBHOOK_MAX_INFLIGHT_BODY_BYTES");
+  ASSERT_EQ(from_env.error, "");
+  EXPECT_EQ(from_env.options.webhook_max_connections, 32u);
+  EXPECT_EQ(from_env.options.webhook_max_inflight_body_bytes, 8u << 20);
+  EXPECT_EQ(flag_wins.options.webhook_max_connections, 16u);
+}
+
+TEST(OperatorFlags, AdmissionLimitsTooSmallForOneConnectionOrOneBodyAreRefused) {
+  for (const char* bad :
+       {"--webhook-max-connections=0", "--webhook-max-connections=-1",
+        "--webhook-max-connections=many",
+        // one byte less than the largest request body (3 MiB)
+        "--webhook-max-inflight-body-bytes=3145727", "--webhook-max-inflight-body-bytes=64Mi"}) {
+    const auto p = parse({bad});
+    EXPECT_NE(p.error, "") << bad;
+  }
+  EXPECT_EQ(parse({"--webhook-max-inflight-body-bytes=3145728"}).error, "");
 }
 
 TEST(OperatorFlags, FlagsOverrideAndBooleansTakeFalse) {
