@@ -6,16 +6,13 @@
 #include "catalog/memory_catalog.h"
 #include "catalog/parse.h"
 #include "catalog/yaml.h"
+#include "tests/unit/support/yaml_value.h"
 
 namespace kstack::catalog {
 namespace {
 namespace json = boost::json;
 
-json::value yaml(std::string_view text) {
-  auto r = parse_yaml(text);
-  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
-  return r ? *r : json::value{};
-}
+using kstack::testing::yaml;
 
 json::value apptype(std::string_view ns, std::string_view name, std::string_view version) {
   json::value v = yaml(R"(kind: AppType

@@ -11,6 +11,7 @@
 
 #include "catalog/field_error.h"
 #include "catalog/yaml.h"
+#include "tests/unit/support/yaml_value.h"
 #include "validator/rules/offline.h"
 
 namespace kstack::catalog {
@@ -19,11 +20,7 @@ namespace json = boost::json;
 namespace fs = std::filesystem;
 using Severity = ImportIssue::Severity;
 
-json::value yaml(std::string_view text) {
-  auto v = parse_yaml(text);
-  EXPECT_TRUE(v.has_value()) << (v ? "" : v.error().message);
-  return v ? *v : json::value{};
-}
+using kstack::testing::yaml;
 
 ImportResult convert(std::string_view text, const ImportOptions& options = {}) {
   return import_kubedirector(yaml(text), options);

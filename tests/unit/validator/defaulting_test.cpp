@@ -6,17 +6,14 @@
 #include "catalog/memory_catalog.h"
 #include "catalog/parse.h"
 #include "catalog/yaml.h"
+#include "tests/unit/support/yaml_value.h"
 #include "validator/rules/stack_rules.h"
 
 namespace kstack::validator {
 namespace {
 namespace json = boost::json;
 
-json::value yaml(std::string_view text) {
-  auto v = catalog::parse_yaml(text);
-  EXPECT_TRUE(v.has_value()) << (v ? "" : v.error().message);
-  return v ? *v : json::value{};
-}
+using kstack::testing::yaml;
 
 // Test-only RFC 6902 applier for the one operation defaulting emits ("add"), with RFC 6901
 // pointer unescaping. Throws on anything it cannot apply, which fails the test.

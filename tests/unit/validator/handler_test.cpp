@@ -8,16 +8,13 @@
 
 #include "catalog/memory_catalog.h"
 #include "catalog/yaml.h"
+#include "tests/unit/support/yaml_value.h"
 
 namespace kstack::validator {
 namespace {
 namespace json = boost::json;
 
-json::value yaml(std::string_view text) {
-  auto v = catalog::parse_yaml(text);
-  EXPECT_TRUE(v.has_value()) << (v ? "" : v.error().message);
-  return v ? *v : json::value{};
-}
+using kstack::testing::yaml;
 
 constexpr std::string_view kOperator = "system:serviceaccount:kstack-system:kstack";
 
