@@ -19,6 +19,12 @@
 
 #include "tests/unit/validator/admission/support.h"
 
+// Resident memory is the product's only in a build without ASan or TSan: their shadow memory
+// and allocators multiply it (under TSan this load measured 590 MiB at the peak and kept
+// 309 MiB), so the bound is checked in the normal builds, where CI runs it, and not in the
+// sanitizer builds (docs/sanitizers.md).
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+
 namespace kstack::validator {
 namespace {
 
@@ -269,3 +275,5 @@ TEST(AdmissionServerMemory, StaysUnderItsBoundWithManyConnectionsAndConcurrentLa
 
 }  // namespace
 }  // namespace kstack::validator
+
+#endif  // !__SANITIZE_ADDRESS__ && !__SANITIZE_THREAD__
