@@ -18,9 +18,13 @@ want_helm="v3.17."
 dir="${KSTACK_TOOLS_DIR:-$HOME/.cache/kstack-tools}"
 bin="$dir/bin"
 
+# The outputs are captured, not piped into `grep -q`: grep exits at its match, the tool then dies
+# of SIGPIPE on its next line, and pipefail would call that a failure (now and then).
 installed() {
-  "$bin/kubectl" version --client 2>/dev/null | grep -q "^Client Version: $want_kubectl" &&
-    "$bin/helm" version --short 2>/dev/null | grep -q "^$want_helm"
+  local kubectl helm
+  kubectl=$("$bin/kubectl" version --client 2>/dev/null) || return 1
+  helm=$("$bin/helm" version --short 2>/dev/null) || return 1
+  [[ "$kubectl" == "Client Version: $want_kubectl"* && "$helm" == "$want_helm"* ]]
 }
 
 if installed; then
