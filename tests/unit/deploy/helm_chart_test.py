@@ -11,7 +11,8 @@ Cases (one ctest entry each):
   values           another namespace and image: every namespaced object, the webhooks'
                    Service reference and the bindings' subjects follow the namespace, the image
                    is the one given, kstack-system is named nowhere; the default render has no
-                   Namespace object; one replica renders no PodDisruptionBudget.
+                   Namespace object; one replica renders no PodDisruptionBudget; Kubernetes
+                   1.19 is refused (kubeVersion).
 
 Usage: helm_chart_test.py <repository root> <case>
 """
@@ -138,6 +139,13 @@ def case_values(root, tools):
     default_image = [o for o in default if o["kind"] == "Deployment"][0][
         "spec"]["template"]["spec"]["containers"][0]["image"]
     expect(default_image == "kstack:0.1.0", f"default image is {default_image}", problems)
+
+    try:
+        helm_template(root, tools, "kstack-system", "--kube-version", "1.19.16")
+        problems.append("renders for Kubernetes 1.19 (Chart.yaml kubeVersion says >=1.20)")
+    except kube_tools.ToolError as e:
+        expect("incompatible with Kubernetes v1.19.16" in str(e), f"1.19 refused with {e}",
+               problems)
 
     single = helm_template(root, tools, "kstack-system", "--set", "replicaCount=1")
     expect("PodDisruptionBudget" not in {o["kind"] for o in single},
