@@ -12,7 +12,8 @@ Cases (one ctest entry each):
                    Service reference and the bindings' subjects follow the namespace, the image
                    is the one given, kstack-system is named nowhere; the default render has no
                    Namespace object; one replica renders no PodDisruptionBudget; Kubernetes
-                   1.19 is refused (kubeVersion).
+                   1.19 (kubeVersion), an unknown value and an out-of-range one
+                   (values.schema.json) are refused.
 
 Usage: helm_chart_test.py <repository root> <case>
 """
@@ -146,6 +147,14 @@ def case_values(root, tools):
     except kube_tools.ToolError as e:
         expect("incompatible with Kubernetes v1.19.16" in str(e), f"1.19 refused with {e}",
                problems)
+
+    for bad, said in (("replicas=3", "Additional property replicas is not allowed"),
+                      ("webhook.timeoutSeconds=31", "webhook.timeoutSeconds: Must be less than")):
+        try:
+            helm_template(root, tools, "kstack-system", "--set", bad)
+            problems.append(f"--set {bad} renders (values.schema.json should refuse it)")
+        except kube_tools.ToolError as e:
+            expect(said in str(e), f"--set {bad} refused with {e}", problems)
 
     single = helm_template(root, tools, "kstack-system", "--set", "replicaCount=1")
     expect("PodDisruptionBudget" not in {o["kind"] for o in single},
