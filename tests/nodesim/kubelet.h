@@ -4,7 +4,11 @@
 // controllers can recreate them.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include <boost/json/value.hpp>
@@ -13,6 +17,7 @@
 #include "informer/work_queue.h"
 #include "tests/nodesim/context.h"
 #include "tests/nodesim/pod_config.h"
+#include "tests/nodesim/pod_state.h"
 
 namespace kstack::nodesim {
 
@@ -58,10 +63,24 @@ class Kubelet {
   tl::expected<boost::json::value, ControlError> report(const boost::json::value& pod,
                                                         const PodState& state);
   bool mine(const boost::json::value& pod) const;
+  // --http-probes: runs the readiness probes that are due and writes their verdicts into
+  // `state`; the time until the next one is due (nullopt: nothing to probe).
+  std::optional<std::chrono::milliseconds> probe_readiness(const boost::json::value& pod,
+                                                           PodState& state);
+  void forget_probes(const std::string& uid);
+
+  // A container's readiness probe: a new container (new ID) is unready until a probe passes.
+  struct ProbeRecord {
+    std::chrono::steady_clock::time_point next{};
+    bool ready = false;
+    int failures = 0;
+  };
 
   Context& ctx_;
   informer::WorkQueue queue_;
   std::unique_ptr<informer::Workers> workers_;
+  std::mutex probes_mu_;
+  std::map<std::string, ProbeRecord> probes_;  // by "<pod uid>/<container ID>"
 };
 
 }  // namespace kstack::nodesim
