@@ -7,6 +7,9 @@
 // configurations (--enable-aggregator-routing: a Service resolves to its Endpoints, which list
 // Ready pods only). Then: admission through both shipped webhooks, a Stack reconciled under
 // deploy/rbac.yaml only, and the other replica taking over when the leader dies.
+// The binary runs in its own network namespace, where pod IPs are local (pod_network.h). The
+// shared e2e environment (reconciler/support.cpp) installs deploy/crds before the
+// controller-manager starts, from the same files; applying them again here leaves them as is.
 #include <algorithm>
 #include <iostream>
 #include <map>
