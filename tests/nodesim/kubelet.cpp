@@ -214,7 +214,7 @@ WorkResult Kubelet::reconcile(const std::string& key) {
       uid && (!pod || str(*pod, "/metadata/uid") != *uid)) {
     spdlog::info("pod {} is gone; removing its sandbox (uid {})", key, *uid);
     ctx_.runtime->remove_pod(*uid);
-    forget_probes(*uid);
+    prober_.forget(*uid);
   }
   if (!pod || !mine(*pod) || ctx_.lost.load()) return WorkResult::success();
   if (find(*pod, "/metadata/deletionTimestamp") != nullptr) return finish_deletion(*pod);
@@ -240,7 +240,7 @@ WorkResult Kubelet::finish_deletion(const json::value& pod) {
   const std::string ns = str(pod, "/metadata/namespace");
   const std::string name = str(pod, "/metadata/name");
   ctx_.runtime->remove_pod(uid);
-  forget_probes(uid);
+  prober_.forget(uid);
   kube::DeleteOptions options;
   options.precondition_uid = uid;
   options.grace_period_seconds = 0;
@@ -394,60 +394,8 @@ kube::Result<void> Kubelet::patch_status(const json::value& pod, const json::obj
 
 std::optional<std::chrono::milliseconds> Kubelet::probe_readiness(const json::value& pod,
                                                                   PodState& state) {
-  const auto* specs = arr(pod, "/spec/containers");
-  if (!ctx_.options.http_probes || specs == nullptr) return std::nullopt;
-  const std::string key = informer::object_key(pod);
-  std::optional<std::chrono::milliseconds> next;
-  for (auto& c : state.containers) {
-    auto spec = std::find_if(specs->begin(), specs->end(),
-                             [&](const json::value& s) { return str(s, "/name") == c.name; });
-    if (c.terminated || spec == specs->end()) continue;
-    auto probe = http_get_probe(*spec, "readinessProbe", state.pod_ip);
-    if (!probe) continue;
-    const auto now = std::chrono::steady_clock::now();
-    ProbeRecord record;
-    bool fresh = false;
-    {
-      std::lock_guard lock(probes_mu_);
-      auto [it, added] = probes_.try_emplace(state.uid + "/" + c.id);
-      fresh = added;
-      record = it->second;
-    }
-    if (!*probe) {  // never ready: a kubelet would not run it either
-      if (fresh) spdlog::warn("pod {}: container {}: {}", key, c.name, probe->error());
-    } else if (fresh || now >= record.next) {
-      if (fresh) record.next = now + (*probe)->initial_delay;
-      if (now >= record.next) {
-        auto result = run_http_get(**probe);
-        const bool was_ready = record.ready;
-        record.failures = result ? 0 : record.failures + 1;
-        record.ready = result || (record.ready && record.failures < (*probe)->failure_threshold);
-        if (record.ready != was_ready || fresh) {
-          spdlog::info("pod {}: container {} {} (readiness probe: {})", key, c.name,
-                       record.ready ? "ready" : "not ready", result ? "ok" : result.error());
-        }
-        record.next = now + (*probe)->period;
-      }
-    }
-    {
-      std::lock_guard lock(probes_mu_);
-      probes_[state.uid + "/" + c.id] = record;
-    }
-    c.readiness = record.ready;
-    if (*probe) {
-      const auto due = std::chrono::duration_cast<std::chrono::milliseconds>(record.next - now);
-      next = next ? std::min(*next, due) : due;
-    }
-  }
-  return next;
-}
-
-void Kubelet::forget_probes(const std::string& uid) {
-  std::lock_guard lock(probes_mu_);
-  for (auto it = probes_.lower_bound(uid + "/");
-       it != probes_.end() && it->first.rfind(uid + "/", 0) == 0;) {
-    it = probes_.erase(it);
-  }
+  if (!ctx_.options.http_probes) return std::nullopt;
+  return prober_.probe(pod, state);
 }
 
 tl::expected<json::value, ControlError> Kubelet::restart(const std::string& ns,

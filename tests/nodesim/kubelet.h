@@ -5,9 +5,7 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -18,6 +16,7 @@
 #include "tests/nodesim/context.h"
 #include "tests/nodesim/pod_config.h"
 #include "tests/nodesim/pod_state.h"
+#include "tests/nodesim/probe.h"
 
 namespace kstack::nodesim {
 
@@ -63,24 +62,14 @@ class Kubelet {
   tl::expected<boost::json::value, ControlError> report(const boost::json::value& pod,
                                                         const PodState& state);
   bool mine(const boost::json::value& pod) const;
-  // --http-probes: runs the readiness probes that are due and writes their verdicts into
-  // `state`; the time until the next one is due (nullopt: nothing to probe).
+  // --http-probes: the readiness verdicts in `state`, and when to look again (ReadinessProber).
   std::optional<std::chrono::milliseconds> probe_readiness(const boost::json::value& pod,
                                                            PodState& state);
-  void forget_probes(const std::string& uid);
-
-  // A container's readiness probe: a new container (new ID) is unready until a probe passes.
-  struct ProbeRecord {
-    std::chrono::steady_clock::time_point next{};
-    bool ready = false;
-    int failures = 0;
-  };
 
   Context& ctx_;
   informer::WorkQueue queue_;
   std::unique_ptr<informer::Workers> workers_;
-  std::mutex probes_mu_;
-  std::map<std::string, ProbeRecord> probes_;  // by "<pod uid>/<container ID>"
+  ReadinessProber prober_;
 };
 
 }  // namespace kstack::nodesim

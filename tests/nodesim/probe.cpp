@@ -1,16 +1,19 @@
 // httpGet probes (see probe.h).
 #include "tests/nodesim/probe.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "informer/store.h"
 #include "tests/nodesim/json_util.h"
 
 namespace kstack::nodesim {
@@ -114,6 +117,70 @@ tl::expected<void, std::string> run_http_get(const HttpGetProbe& probe) {
     return tl::unexpected(fmt::format("{}: HTTP {}", where, status));
   }
   return {};
+}
+
+ReadinessProber::Record ReadinessProber::step(Record record, const HttpGetProbe& probe, bool fresh,
+                                              std::chrono::steady_clock::time_point now,
+                                              const std::string& what) {
+  if (fresh) record.next = now + probe.initial_delay;
+  if (now < record.next) return record;
+  auto result = run_http_get(probe);
+  const bool was_ready = record.ready;
+  record.failures = result ? 0 : record.failures + 1;
+  record.ready = result || (record.ready && record.failures < probe.failure_threshold);
+  if (record.ready != was_ready || fresh) {
+    spdlog::info("{} {} (readiness probe: {})", what, record.ready ? "ready" : "not ready",
+                 result ? "ok" : result.error());
+  }
+  record.next = now + probe.period;
+  return record;
+}
+
+std::optional<std::chrono::milliseconds> ReadinessProber::probe(const json::value& pod,
+                                                                PodState& state) {
+  const auto* specs = arr(pod, "/spec/containers");
+  if (specs == nullptr) return std::nullopt;
+  std::optional<std::chrono::milliseconds> next;
+  for (auto& c : state.containers) {
+    auto spec = std::find_if(specs->begin(), specs->end(),
+                             [&](const json::value& s) { return str(s, "/name") == c.name; });
+    if (c.terminated || spec == specs->end()) continue;
+    auto probe = http_get_probe(*spec, "readinessProbe", state.pod_ip);
+    if (!probe) continue;
+    const std::string key = state.uid + "/" + c.id;
+    const std::string what = fmt::format("pod {}: container {}", informer::object_key(pod), c.name);
+    const auto now = std::chrono::steady_clock::now();
+    Record record;
+    bool fresh = false;
+    {
+      std::lock_guard lock(mu_);
+      auto [it, added] = records_.try_emplace(key);
+      fresh = added;
+      record = it->second;
+    }
+    if (!*probe) {  // never ready, as a kubelet that cannot run the probe
+      if (fresh) spdlog::warn("{}: {}", what, probe->error());
+    } else {
+      record = step(record, **probe, fresh, now, what);  // no lock held while probing
+      const auto due = std::chrono::duration_cast<std::chrono::milliseconds>(record.next - now);
+      next = next ? std::min(*next, due) : due;
+    }
+    {
+      std::lock_guard lock(mu_);
+      records_[key] = record;
+    }
+    c.readiness = record.ready;
+  }
+  return next;
+}
+
+void ReadinessProber::forget(const std::string& pod_uid) {
+  std::lock_guard lock(mu_);
+  const std::string prefix = pod_uid + "/";
+  for (auto it = records_.lower_bound(prefix);
+       it != records_.end() && it->first.rfind(prefix, 0) == 0;) {
+    it = records_.erase(it);
+  }
 }
 
 }  // namespace kstack::nodesim

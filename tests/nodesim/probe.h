@@ -5,12 +5,16 @@
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include <boost/json/value.hpp>
 #include <tl/expected.hpp>
+
+#include "tests/nodesim/pod_state.h"
 
 namespace kstack::nodesim {
 
@@ -33,5 +37,29 @@ std::optional<tl::expected<HttpGetProbe, std::string>> http_get_probe(
 // GET http://host:port/path with the probe's timeout. Success: an HTTP status in [200, 400),
 // as the kubelet counts it; else what was answered or why nothing was.
 tl::expected<void, std::string> run_http_get(const HttpGetProbe& probe);
+
+// The readiness verdicts of a node's containers, by container ID: a new container is unready
+// until a probe passes, a ready one becomes unready after failureThreshold failures in a row.
+// Thread-safe; one pod is probed by one caller at a time (the kubelet's work queue).
+class ReadinessProber {
+ public:
+  // Runs the readiness probes of `pod` that are due and writes the verdicts into
+  // `state.containers[].readiness`; the time until the next one is due (nullopt: none).
+  std::optional<std::chrono::milliseconds> probe(const boost::json::value& pod, PodState& state);
+  void forget(const std::string& pod_uid);
+
+ private:
+  struct Record {
+    std::chrono::steady_clock::time_point next{};
+    bool ready = false;
+    int failures = 0;
+  };
+  // `record` after running `probe` if it is due at `now` (logged when the verdict changes).
+  static Record step(Record record, const HttpGetProbe& probe, bool fresh,
+                     std::chrono::steady_clock::time_point now, const std::string& what);
+
+  std::mutex mu_;
+  std::map<std::string, Record> records_;  // by "<pod uid>/<container ID>"
+};
 
 }  // namespace kstack::nodesim
