@@ -50,6 +50,13 @@ struct Options {
   int kubelet_workers = 4;
   // Exec subprotocols served, comma-separated (exec_protocol.h); "" = all of them.
   std::string exec_protocols;
+  // Run containers' httpGet readiness probes against the pod IP and report Ready from them
+  // (default: containers are ready once running). For processes a test runs on a pod's IP.
+  bool http_probes = false;
+  // Pod IPs: the .2 to .254 of this /24 (validated by main). The default is loopback, which
+  // the API server refuses in Endpoints; a test that needs Endpoints gives a /24 that is local
+  // in its network namespace (tests/e2e/deploy).
+  std::string pod_cidr = "127.0.0.0/24";
 };
 
 namespace resources {

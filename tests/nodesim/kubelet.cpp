@@ -2,6 +2,7 @@
 // worker at a time, and only workers write pod status, so status patches never race.
 #include "tests/nodesim/kubelet.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -12,6 +13,7 @@
 #include "tests/nodesim/json_util.h"
 #include "tests/nodesim/pod_config.h"
 #include "tests/nodesim/pod_status.h"
+#include "tests/nodesim/probe.h"
 
 namespace kstack::nodesim {
 
@@ -212,6 +214,7 @@ WorkResult Kubelet::reconcile(const std::string& key) {
       uid && (!pod || str(*pod, "/metadata/uid") != *uid)) {
     spdlog::info("pod {} is gone; removing its sandbox (uid {})", key, *uid);
     ctx_.runtime->remove_pod(*uid);
+    prober_.forget(*uid);
   }
   if (!pod || !mine(*pod) || ctx_.lost.load()) return WorkResult::success();
   if (find(*pod, "/metadata/deletionTimestamp") != nullptr) return finish_deletion(*pod);
@@ -221,11 +224,12 @@ WorkResult Kubelet::reconcile(const std::string& key) {
     ctx_.runtime->restart_dead_containers(uid);
     auto state = ctx_.runtime->pod_state(uid);
     if (!state) return WorkResult::success();
+    const auto next_probe = probe_readiness(*pod, *state);
     auto desired = running_status(*pod, *state, now_time());
     if (status_needs_update(*pod, desired)) {
       if (auto r = patch_status(*pod, desired); !r) return WorkResult::retry(r.error().to_string());
     }
-    return WorkResult::success();
+    return next_probe ? WorkResult::requeue_after(*next_probe) : WorkResult::success();
   }
   if (pod_terminated(*pod)) return WorkResult::success();
   return start_pod(*pod);
@@ -236,6 +240,7 @@ WorkResult Kubelet::finish_deletion(const json::value& pod) {
   const std::string ns = str(pod, "/metadata/namespace");
   const std::string name = str(pod, "/metadata/name");
   ctx_.runtime->remove_pod(uid);
+  prober_.forget(uid);
   kube::DeleteOptions options;
   options.precondition_uid = uid;
   options.grace_period_seconds = 0;
@@ -360,10 +365,11 @@ WorkResult Kubelet::start_pod(const json::value& pod) {
   if (!state) {
     return pending("CreateContainerError", state.error(), WorkResult::retry(state.error()));
   }
+  const auto next_probe = probe_readiness(pod, *state);
   auto desired = running_status(pod, *state, now_time());
   if (auto r = patch_status(pod, desired); !r) return WorkResult::retry(r.error().to_string());
   spdlog::info("pod {} running (ip {})", key, state->pod_ip);
-  return WorkResult::success();
+  return next_probe ? WorkResult::requeue_after(*next_probe) : WorkResult::success();
 }
 
 kube::Result<void> Kubelet::patch_status(const json::value& pod, const json::object& desired) {
@@ -384,6 +390,12 @@ kube::Result<void> Kubelet::patch_status(const json::value& pod, const json::obj
     return tl::unexpected(e);
   }
   return {};
+}
+
+std::optional<std::chrono::milliseconds> Kubelet::probe_readiness(const json::value& pod,
+                                                                  PodState& state) {
+  if (!ctx_.options.http_probes) return std::nullopt;
+  return prober_.probe(pod, state);
 }
 
 tl::expected<json::value, ControlError> Kubelet::restart(const std::string& ns,

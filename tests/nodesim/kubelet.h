@@ -4,7 +4,9 @@
 // controllers can recreate them.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/json/value.hpp>
@@ -13,6 +15,8 @@
 #include "informer/work_queue.h"
 #include "tests/nodesim/context.h"
 #include "tests/nodesim/pod_config.h"
+#include "tests/nodesim/pod_state.h"
+#include "tests/nodesim/probe.h"
 
 namespace kstack::nodesim {
 
@@ -58,10 +62,14 @@ class Kubelet {
   tl::expected<boost::json::value, ControlError> report(const boost::json::value& pod,
                                                         const PodState& state);
   bool mine(const boost::json::value& pod) const;
+  // --http-probes: the readiness verdicts in `state`, and when to look again (ReadinessProber).
+  std::optional<std::chrono::milliseconds> probe_readiness(const boost::json::value& pod,
+                                                           PodState& state);
 
   Context& ctx_;
   informer::WorkQueue queue_;
   std::unique_ptr<informer::Workers> workers_;
+  ReadinessProber prober_;
 };
 
 }  // namespace kstack::nodesim

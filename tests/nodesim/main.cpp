@@ -78,6 +78,20 @@ int main(int argc, char** argv) {
   app.add_option("--exec-protocols", o.exec_protocols,
                  "Exec subprotocols served, comma-separated (e.g. v4.channel.k8s.io, as a kubelet "
                  "before 1.30); default: channel.k8s.io and v2 to v5");
+  app.add_flag("--http-probes", o.http_probes,
+               "Run containers' httpGet readiness probes on the pod IP (default: a running "
+               "container is ready)");
+  app.add_option("--pod-cidr", o.pod_cidr,
+                 "Pod IPs are .2 to .254 of this IPv4 /24, e.g. 10.244.0.0/24")
+      ->check([](const std::string& cidr) -> std::string {
+        unsigned a = 0, b = 0, c = 0, d = 0, bits = 0;
+        char tail = 0;
+        const bool ok =
+            std::sscanf(cidr.c_str(), "%u.%u.%u.%u/%u%c", &a, &b, &c, &d, &bits, &tail) == 5 &&
+            a < 256 && b < 256 && c < 256 && d == 0 && bits == 24;
+        return ok ? std::string() : "expected an IPv4 /24 such as 10.244.0.0/24, got " + cidr;
+      })
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   try {

@@ -27,6 +27,8 @@ struct ContainerState {
   std::string started_at;
   std::optional<Termination> terminated;        // the container is not running
   std::optional<Termination> last_termination;  // lastState after a restart
+  // The readiness probe's verdict (--http-probes); nullopt: not probed, ready while running.
+  std::optional<bool> readiness;
 };
 
 struct PodState {

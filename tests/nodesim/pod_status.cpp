@@ -70,7 +70,7 @@ json::object container_status(const ContainerState& c) {
   if (c.last_termination) {
     s["lastState"] = json::object{{"terminated", termination_json(*c.last_termination)}};
   }
-  s["ready"] = running;
+  s["ready"] = running && c.readiness.value_or(true);
   s["started"] = running;
   return s;
 }
@@ -138,11 +138,13 @@ bool contained(const json::value& desired, const json::value* current) {
 json::object running_status(const json::value& pod, const PodState& state, std::string_view now) {
   json::object status;
   bool failed = state.failed;
-  bool all_running = !state.containers.empty() &&
-                     std::all_of(state.containers.begin(), state.containers.end(),
-                                 [](const ContainerState& c) { return !c.terminated; });
+  bool all_ready =
+      !state.containers.empty() &&
+      std::all_of(state.containers.begin(), state.containers.end(), [](const ContainerState& c) {
+        return !c.terminated && c.readiness.value_or(true);
+      });
   std::string gate = unmet_readiness_gate(pod);
-  bool containers_ready = all_running && !failed;
+  bool containers_ready = all_ready && !failed;
   bool ready = containers_ready && gate.empty();
   std::string reason = failed ? "PodCompleted" : (containers_ready ? "" : "ContainersNotReady");
   std::string message = containers_ready || failed ? "" : unready_message(pod);

@@ -49,13 +49,13 @@ fs::path Runtime::pod_dir(const std::string& ns, const std::string& name,
 std::string Runtime::allocate_ip_locked(const std::string& uid) const {
   std::set<std::string> used;
   for (const auto& [u, pod] : pods_) used.insert(pod.state.pod_ip);
-  // 127.0.0.2 .. 127.0.0.254, starting at a place derived from the uid.
+  // <prefix>2 .. <prefix>254, starting at a place derived from the uid.
   const std::uint32_t start = fnv1a(uid) % 253;
   for (std::uint32_t i = 0; i < 253; ++i) {
-    std::string ip = fmt::format("127.0.0.{}", 2 + (start + i) % 253);
+    std::string ip = fmt::format("{}{}", options_.pod_ip_prefix, 2 + (start + i) % 253);
     if (used.count(ip) == 0) return ip;
   }
-  return fmt::format("127.0.0.{}", 2 + start);
+  return fmt::format("{}{}", options_.pod_ip_prefix, 2 + start);
 }
 
 PodState Runtime::snapshot(const Pod& pod) {

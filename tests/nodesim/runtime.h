@@ -45,6 +45,8 @@ struct RuntimeOptions {
   std::filesystem::path state_dir;
   std::string bwrap = "/usr/bin/bwrap";
   std::string host_ip = "127.0.0.1";
+  // Pod IPs are <prefix>2 .. <prefix>254 (the /24 of --pod-cidr).
+  std::string pod_ip_prefix = "127.0.0.";
   std::chrono::milliseconds start_timeout{20'000};
 };
 

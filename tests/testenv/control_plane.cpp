@@ -347,6 +347,8 @@ tl::expected<void, std::string> ControlPlane::start_apiserver() {
       "--endpoint-reconciler-type=none",  // else a loopback error every 10 s
       "--profiling=false",
   };
+  argv.insert(argv.end(), options_.apiserver_extra_args.begin(),
+              options_.apiserver_extra_args.end());
   auto child = spawn("kube-apiserver", argv, work_dir_ / "kube-apiserver.log");
   if (!child) return tl::unexpected(child.error());
   apiserver_ = std::move(*child);

@@ -46,6 +46,10 @@ class ControlPlane {
     // Appended to kube-controller-manager's fixed flags (a later flag wins), e.g. a shorter
     // --node-monitor-grace-period for node-loss tests.
     std::vector<std::string> controller_manager_extra_args;
+    // Appended to kube-apiserver's fixed flags, e.g. --enable-aggregator-routing=true: the API
+    // server then calls a webhook's Service at an address of its Endpoints (a pod IP), not at
+    // its ClusterIP, which nothing routes in the test environment.
+    std::vector<std::string> apiserver_extra_args;
     std::vector<TestUser> users;
     std::filesystem::path bin_dir;   // default: default_bin_dir()
     std::filesystem::path work_dir;  // default: fresh mkdtemp under $TMPDIR (or /tmp);

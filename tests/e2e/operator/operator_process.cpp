@@ -39,7 +39,7 @@ bool is_service_account_token(const json::value& secret) {
          !str_at(secret, "/data/token").empty();
 }
 
-int connect_loopback(std::uint16_t port) {
+int connect_to(const std::string& ip, std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   timeval tv{5, 0};
@@ -48,8 +48,8 @@ int connect_loopback(std::uint16_t port) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (::inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
     return -1;
   }
@@ -154,10 +154,15 @@ std::uint16_t free_port() {
 }
 
 std::optional<HttpAnswer> http_get(std::uint16_t port, const std::string& path) {
-  const int fd = connect_loopback(port);
+  return http_get("127.0.0.1", port, path);
+}
+
+std::optional<HttpAnswer> http_get(const std::string& ip, std::uint16_t port,
+                                   const std::string& path) {
+  const int fd = connect_to(ip, port);
   if (fd < 0) return std::nullopt;
   const std::string request =
-      fmt::format("GET {} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n", path, port);
+      fmt::format("GET {} HTTP/1.1\r\nHost: {}:{}\r\nConnection: close\r\n\r\n", path, ip, port);
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(request.size())) {
     ::close(fd);

@@ -44,6 +44,9 @@ struct HttpAnswer {
 };
 // GET http://127.0.0.1:<port><path>; nullopt when nothing listens or the answer is malformed.
 std::optional<HttpAnswer> http_get(std::uint16_t port, const std::string& path);
+// The same at another IPv4 address (e.g. a pod's loopback IP, tests/e2e/deploy).
+std::optional<HttpAnswer> http_get(const std::string& ip, std::uint16_t port,
+                                   const std::string& path);
 
 // Sum of the samples of `name` in a Prometheus text exposition whose labels contain every
 // `label="value"` of `labels`; nullopt when no sample matches.

@@ -99,6 +99,7 @@ void Environment::SetUp() {
   options.users = {TestUser{kAlice, {}, {}}, TestUser{kBob, {kTestersGroup}, {}}};
   options.users.insert(options.users.end(), extra.users.begin(), extra.users.end());
   options.controller_manager_extra_args = controller_manager_args();
+  options.apiserver_extra_args = extra.apiserver_extra_args;
   if (!extra.crd_dirs.empty()) {
     options.before_controller_manager =
         [dirs = extra.crd_dirs](ControlPlane& cp) -> tl::expected<void, std::string> {

@@ -47,6 +47,8 @@ struct EnvironmentOptions {
   // binary's tests (node_simulator(i)); each from `node` with node_name "<node_name>-<i>".
   int node_simulators = 0;
   NodeSimulatorOptions node;
+  // kube-apiserver flags (ControlPlane::Options::apiserver_extra_args).
+  std::vector<std::string> apiserver_extra_args;
 };
 EnvironmentOptions& environment_options();
 

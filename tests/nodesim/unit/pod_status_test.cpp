@@ -104,6 +104,20 @@ TEST(PodStatus, ReadinessGatesHoldReady) {
   EXPECT_EQ(condition_of(s, "Ready", "reason"), "ReadinessGatesNotReady");
 }
 
+TEST(PodStatus, AFailedReadinessProbeLeavesARunningContainerUnready) {
+  auto state = running_state();
+  state.containers[0].readiness = false;
+  auto s = running_status(pod_with_status("{}"), state, "t");
+  EXPECT_EQ(s.at("phase"), "Running");
+  EXPECT_EQ(condition_of(s, "Ready", "status"), "False");
+  EXPECT_EQ(condition_of(s, "ContainersReady", "status"), "False");
+  EXPECT_EQ(s.at("containerStatuses").at(0).at("ready"), false);
+  EXPECT_EQ(s.at("containerStatuses").at(0).at("started"), true);
+  state.containers[0].readiness = true;
+  s = running_status(pod_with_status("{}"), state, "t");
+  EXPECT_EQ(condition_of(s, "Ready", "status"), "True");
+}
+
 TEST(PodStatus, PendingExplainsWhatItWaitsFor) {
   auto s = pending_status(pod_with_status("{}"), "ContainerCreating",
                           "waiting for PersistentVolumeClaim \"data\" to be bound", "t");
