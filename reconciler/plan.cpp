@@ -13,6 +13,10 @@
 namespace kstack::reconciler {
 using informer::WorkResult;
 
+namespace {
+constexpr std::size_t kMaxDegradedMessage = 2048;
+}  // namespace
+
 void set_degraded(catalog::StackStatus& st, std::vector<DegradedCause> causes,
                   std::string_view now) {
   const auto gen = st.observed_generation;
@@ -28,7 +32,9 @@ void set_degraded(catalog::StackStatus& st, std::vector<DegradedCause> causes,
     if (!message.empty()) message += "; ";
     message += c.message;
   }
-  if (message.size() > 2048) message.resize(2048);
+  // Cut between characters: the API server stores a split one as U+FFFD, and every later
+  // pass, cutting the same way, would find the status changed and write it again.
+  message.resize(detail::utf8_prefix(message, kMaxDegradedMessage).size());
   set_condition(st.conditions, kConditionDegraded, "True", causes.front().reason, message, gen,
                 now);
 }

@@ -31,6 +31,8 @@ boost::json::value pvc_claim(const boost::json::value& live, const boost::json::
                              const boost::json::object* owner, std::string_view retained = {});
 // Whether a claim labelled with the Stack is kstack's to delete or retain.
 bool claim_of(const boost::json::value& pvc, const boost::json::value& stack, std::string_view uid);
+// The longest prefix of `text` of at most `max_bytes` that does not split a UTF-8 sequence.
+std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes);
 informer::ObjectPtr live(const std::map<std::string, informer::ObjectPtr>& objects,
                          const std::string& name);
 

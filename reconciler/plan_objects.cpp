@@ -96,6 +96,14 @@ bool claim_of(const json::value& pvc, const json::value& stack, std::string_view
   return !made.empty() && !stack_made.empty() && made >= stack_made;
 }
 
+std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  std::size_t cut = max_bytes;
+  // A continuation byte (10xxxxxx) at the cut: back off to its lead byte.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut);
+}
+
 ObjectPtr live(const std::map<std::string, ObjectPtr>& objects, const std::string& name) {
   auto it = objects.find(name);
   return it == objects.end() ? ObjectPtr{} : it->second;

@@ -19,9 +19,16 @@ using executor::SetupStepKind;
 
 namespace {
 
+// The end of a script's output, from its first whole character: `tail -c` in the container and
+// the cut here may start inside one, and the API server would store that byte as U+FFFD.
 std::string last_lines(std::string_view text, std::size_t max_bytes) {
   if (text.size() > max_bytes) text = text.substr(text.size() - max_bytes);
-  return std::string(text);
+  std::size_t start = 0;
+  while (start < text.size() && start < 3 &&
+         (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
+    ++start;
+  }
+  return std::string(text.substr(start));
 }
 
 std::string cmd_text(const std::vector<std::string>& args) {
