@@ -113,18 +113,15 @@ std::optional<Snapshot> Reconciler::observe(const std::string& key) const {
   return s;
 }
 
-void Reconciler::find_out(const Snapshot& snapshot, const Plan& plan, Findings& findings) {
-  for (const auto& name : plan.claims_to_read) {
+void Reconciler::observe_claims(const Snapshot& snapshot, const std::vector<std::string>& names,
+                                Findings& findings) const {
+  for (const auto& name : names) {
     // The one live read of a pass: a member's pod exists but its claim is not in the cache
     // (deleted, or kstack's labels taken off it), and only the server can say which.
     auto got =
         executor_.client().get(kube::resources::kPersistentVolumeClaims, snapshot.ns(), name);
     findings.claims[name] =
         got ? std::make_shared<const json::value>(std::move(*got)) : informer::ObjectPtr{};
-  }
-  if (!plan.setup_steps.empty()) {
-    // Without a runner the plan asks for no step (the member is a config_error instead).
-    if (setup_steps_) run_setup_steps(snapshot, plan, *setup_steps_, findings);
   }
 }
 
@@ -139,7 +136,9 @@ WorkResult Reconciler::reconcile(const std::string& key) {
   Findings findings;
   auto planned = plan(*snapshot, findings);
   for (int round = 0; !planned.is_final() && round < kMaxFindingRounds; ++round) {
-    find_out(*snapshot, planned, findings);
+    observe_claims(*snapshot, planned.claims_to_read, findings);
+    // Without a runner the plan asks for no step (the member is a config_error instead).
+    if (setup_steps_) run_setup_steps(*snapshot, planned, *setup_steps_, findings);
     planned = plan(*snapshot, findings);
   }
   if (!planned.is_final()) {

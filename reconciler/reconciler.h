@@ -73,8 +73,10 @@ class Reconciler {
   // observe: the snapshot of everything the pass over `key` plans from; nullopt when the Stack
   // is gone from the cache.
   std::optional<Snapshot> observe(const std::string& key) const;
-  // What a plan asked to find out: claims read from the server (single GETs), setup steps run.
-  void find_out(const Snapshot& snapshot, const Plan& plan, Findings& findings);
+  // The rest of observe: the claims a plan could not find in the cache, read from the server
+  // (single GETs, bounded by the client's request timeout).
+  void observe_claims(const Snapshot& snapshot, const std::vector<std::string>& names,
+                      Findings& findings) const;
 
   Caches caches_;
   executor::Executor& executor_;
