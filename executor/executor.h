@@ -22,6 +22,7 @@
 
 #include <boost/json/value.hpp>
 
+#include "executor/actuators.h"
 #include "kube/client.h"
 
 namespace kstack::executor {
@@ -32,9 +33,6 @@ inline constexpr std::string_view kReportingController = "kstack.io/operator";
 // core/v1 Events, the API kstack posts its Events through (see Executor::event).
 extern const kube::ResourceType kCoreEvents;
 
-enum class Change { kNone, kCreated, kUpdated, kDeleted };
-std::string_view to_string(Change change);
-
 struct ExecutorOptions {
   std::string field_manager = std::string(kFieldManager);
   std::string reporting_instance;  // events' reportingInstance; default: the host name
@@ -43,7 +41,7 @@ struct ExecutorOptions {
   std::size_t max_note_bytes = 1024;  // events.k8s.io/v1 limit on `note`
 };
 
-class Executor {
+class Executor : public ObjectWriter, public EventSink {
  public:
   Executor(std::shared_ptr<kube::Client> client, ExecutorOptions options = {});
 
@@ -54,41 +52,41 @@ class Executor {
   // (kNone); otherwise a forced server-side apply: kCreated when `live` was null, else
   // kUpdated. The server's answer is returned in `*result` when non-null.
   kube::Result<Change> apply(const kube::ResourceType& type, const boost::json::value& desired,
-                             const boost::json::value* live, boost::json::value* result = nullptr);
+                             const boost::json::value* live,
+                             boost::json::value* result = nullptr) override;
 
   // Applies `desired` unconditionally (no cache to compare with), e.g. to drop a field kstack
   // owned: what kstack's manager no longer sends, the server removes.
   kube::Result<boost::json::value> force_apply(const kube::ResourceType& type,
-                                               const boost::json::value& desired);
+                                               const boost::json::value& desired) override;
 
   // Deletes, with a UID precondition when `uid` is non-empty (never deletes a newer object of
   // the same name). NotFound counts as done (kNone); kDeleted otherwise.
   kube::Result<Change> remove(const kube::ResourceType& type, std::string_view ns,
                               std::string_view name, std::string_view uid = {},
-                              std::string_view propagation_policy = "Background");
+                              std::string_view propagation_policy = "Background") override;
 
   // PUT of the status subresource; `object` carries metadata.resourceVersion, so a stale write
   // fails with kConflict. Returns the stored object.
   kube::Result<boost::json::value> update_status(const kube::ResourceType& type,
-                                                 const boost::json::value& object);
+                                                 const boost::json::value& object) override;
 
   // Sets metadata.finalizers with a JSON merge patch that carries `resource_version`
   // (optimistic concurrency: kConflict when the object changed). Returns the stored object.
-  kube::Result<boost::json::value> set_finalizers(const kube::ResourceType& type,
-                                                  std::string_view ns, std::string_view name,
-                                                  std::string_view resource_version,
-                                                  const std::vector<std::string>& finalizers);
+  kube::Result<boost::json::value> set_finalizers(
+      const kube::ResourceType& type, std::string_view ns, std::string_view name,
+      std::string_view resource_version, const std::vector<std::string>& finalizers) override;
 
   // Posts an Event about `regarding` (an object with apiVersion, kind and metadata) through
   // core/v1 with both the events.k8s.io/v1 fields and the deprecated timestamps and count
   // older clients sort by. type: "Normal" | "Warning". Best effort: failures are logged, never
   // returned. Identical events within event_dedup_window are dropped.
   void event(const boost::json::value& regarding, std::string_view type, std::string_view reason,
-             std::string_view action, std::string_view note);
+             std::string_view action, std::string_view note) override;
   // The same for several notes of one reason: they are joined with "; " into as few Events as
   // fit max_note_bytes each (a note longer than that alone is cut, as event() does).
   void events(const boost::json::value& regarding, std::string_view type, std::string_view reason,
-              std::string_view action, const std::vector<std::string>& notes);
+              std::string_view action, const std::vector<std::string>& notes) override;
 
   // Counters for tests and metrics.
   std::uint64_t applies() const;

@@ -27,8 +27,8 @@ void Notifier::stop() {
   }
 }
 
-std::string Notifier::id_of(const executor::MemberTarget& member,
-                            const std::vector<std::string>& arguments) {
+std::string notify_id(const executor::MemberTarget& member,
+                      const std::vector<std::string>& arguments) {
   // NUL cannot occur in pod names or in argv elements, so the id is unambiguous.
   std::string id = member.namespace_name + '\0' + member.pod;
   for (const auto& a : arguments) id += '\0' + a;
@@ -38,7 +38,7 @@ std::string Notifier::id_of(const executor::MemberTarget& member,
 std::optional<Notifier::Outcome> Notifier::outcome(
     const executor::MemberTarget& member, const std::vector<std::string>& arguments) const {
   std::lock_guard lock(mu_);
-  auto it = outcomes_.find(id_of(member, arguments));
+  auto it = outcomes_.find(notify_id(member, arguments));
   if (it == outcomes_.end()) return std::nullopt;
   return it->second;
 }
@@ -48,7 +48,7 @@ void Notifier::send(const std::string& stack_key, const executor::MemberTarget& 
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
-    const auto id = id_of(member, arguments);
+    const auto id = notify_id(member, arguments);
     auto [it, inserted] = outcomes_.try_emplace(id);
     // In flight or delivered: nothing to do. Failed: the pass decided it is time to retry.
     if (!inserted && it->second.state != Outcome::State::kFailed) return;
@@ -61,7 +61,19 @@ void Notifier::send(const std::string& stack_key, const executor::MemberTarget& 
 void Notifier::forget(const executor::MemberTarget& member,
                       const std::vector<std::string>& arguments) {
   std::lock_guard lock(mu_);
-  outcomes_.erase(id_of(member, arguments));
+  outcomes_.erase(notify_id(member, arguments));
+}
+
+NotifyOutcomes Notifier::outcomes_in(std::string_view ns) const {
+  // Ids start with "<namespace>\0" (notify_id).
+  const std::string prefix = std::string(ns) + '\0';
+  NotifyOutcomes out;
+  std::lock_guard lock(mu_);
+  for (auto it = outcomes_.lower_bound(prefix);
+       it != outcomes_.end() && it->first.starts_with(prefix); ++it) {
+    out.insert(*it);
+  }
+  return out;
 }
 
 void Notifier::loop() {

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -28,16 +29,34 @@ struct NotifierOptions {
   std::chrono::milliseconds max_retry{30'000};
 };
 
-class Notifier {
- public:
+// What a pass knows of its notifications: a copy of their outcomes, taken when it observes.
+struct NotifyOutcome {
   using Clock = std::chrono::steady_clock;
+  enum class State { kInFlight, kSucceeded, kFailed } state = State::kInFlight;
+  int attempts = 0;            // finished attempts
+  std::string error;           // of the last failed attempt
+  Clock::time_point retry_at;  // kFailed: not before
+};
+// Keyed by notify_id(member, arguments).
+using NotifyOutcomes = std::map<std::string, NotifyOutcome>;
+std::string notify_id(const executor::MemberTarget& member,
+                      const std::vector<std::string>& arguments);
 
-  struct Outcome {
-    enum class State { kInFlight, kSucceeded, kFailed } state = State::kInFlight;
-    int attempts = 0;            // finished attempts
-    std::string error;           // of the last failed attempt
-    Clock::time_point retry_at;  // kFailed: not before
-  };
+// Where a pass queues notifications and drops the ones whose outcome it consumed (Notifier; a
+// fake in tests).
+class NotifyQueue {
+ public:
+  virtual ~NotifyQueue() = default;
+  virtual void send(const std::string& stack_key, const executor::MemberTarget& member,
+                    const std::vector<std::string>& arguments) = 0;
+  virtual void forget(const executor::MemberTarget& member,
+                      const std::vector<std::string>& arguments) = 0;
+};
+
+class Notifier : public NotifyQueue {
+ public:
+  using Clock = NotifyOutcome::Clock;
+  using Outcome = NotifyOutcome;
 
   Notifier(executor::SetupRunner& runner, std::function<void(const std::string&)> on_done,
            NotifierOptions options = {});
@@ -52,9 +71,12 @@ class Notifier {
                                  const std::vector<std::string>& arguments) const;
   // Starts (or restarts, after a failure) delivery; no-op while one is in flight.
   void send(const std::string& stack_key, const executor::MemberTarget& member,
-            const std::vector<std::string>& arguments);
+            const std::vector<std::string>& arguments) override;
   // Drops what is known about this command (after the pass consumed the outcome).
-  void forget(const executor::MemberTarget& member, const std::vector<std::string>& arguments);
+  void forget(const executor::MemberTarget& member,
+              const std::vector<std::string>& arguments) override;
+  // The outcomes known for members in namespace `ns` (a copy: a pass plans from it).
+  NotifyOutcomes outcomes_in(std::string_view ns) const;
 
   void stop();
 
@@ -66,8 +88,6 @@ class Notifier {
     std::string id;
     kube::LogFields log_fields;  // the sending pass's, for the lines logged about the job
   };
-  static std::string id_of(const executor::MemberTarget& member,
-                           const std::vector<std::string>& arguments);
   void loop();
 
   executor::SetupRunner& runner_;

@@ -1,10 +1,10 @@
-// One Stack's reconcile pass (docs/spec.md §4): observe from the caches, compute the desired
-// objects, issue only the writes needed through the executor, advance the member and stack
-// state machines, write status once if it changed, and post Events for what it did.
+// One Stack's reconcile pass (docs/spec.md §4): observe (a snapshot of the caches), plan (a pure
+// function: reconciler/plan.h), act (the writes, Events and status write: reconciler/act.h).
 // Level-based and idempotent: running it again on an unchanged cluster issues no write.
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +19,8 @@
 #include "observer/observer.h"
 #include "reconciler/desired_state.h"
 #include "reconciler/notifier.h"
+#include "reconciler/plan.h"
+#include "reconciler/snapshot.h"
 #include "reconciler/status.h"
 
 namespace kstack::reconciler {
@@ -68,43 +70,13 @@ class Reconciler {
   const catalog::Catalog& catalog() const { return catalog_; }
 
  private:
-  struct Pass;
-  // One role's members this pass: those in the spec, and those leaving it.
-  struct RolePlan {
-    std::string id;
-    const DesiredRole* desired = nullptr;
-    std::optional<catalog::SetupPackage> package;
-    catalog::RoleStatus status;                  // members in the spec
-    std::vector<catalog::MemberStatus> leaving;  // delete_pending / deleting
-    std::int64_t replicas = 0;                   // what the StatefulSet gets this pass
-  };
-  struct SetupContext {
-    Pass& pass;
-    const catalog::FoundApp& app;
-    const catalog::KStackConfig* config;
-    const DesiredState& desired;
-    std::vector<RolePlan>& plans;
-  };
-  void member_setup(SetupContext& ctx, const RolePlan& plan, catalog::MemberStatus& member,
-                    const PodView& pod);
-  void announce(SetupContext& ctx);
-  void deliver_notifications(SetupContext& ctx);
-  kube::Result<std::string> package_payload(const SetupContext& ctx,
-                                            const catalog::SetupPackage& package);
-  informer::WorkResult run(Pass& pass);
-  informer::WorkResult finalize(Pass& pass);
-  informer::WorkResult write_status(Pass& pass, informer::WorkResult result);
-  bool apply(Pass& pass, const kube::ResourceType& type, const boost::json::value& desired,
-             const informer::ObjectPtr& live);
-  bool remove(Pass& pass, const kube::ResourceType& type, const informer::ObjectPtr& live,
-              std::string_view why);
-  void remember(informer::Store* store, boost::json::value object);
-  // Posts the pass's object events, one Event per reason (a new Stack's 13 creations are one
-  // Event, not 13 requests; Executor::events splits notes that do not fit one Event).
-  void post_object_events(Pass& pass);
-  // Lets go of a claim for a retention policy: drops kstack's ownerReference and marks it
-  // retained (catalog::kRetainedAnnotation = `policy`); a failed write is the pass's failure.
-  void retain(Pass& pass, const informer::ObjectPtr& pvc, std::string_view policy);
+  // observe: the snapshot of everything the pass over `key` plans from; nullopt when the Stack
+  // is gone from the cache.
+  std::optional<Snapshot> observe(const std::string& key) const;
+  // The rest of observe: the claims a plan could not find in the cache, read from the server
+  // (single GETs, bounded by the client's request timeout).
+  void observe_claims(const Snapshot& snapshot, const std::vector<std::string>& names,
+                      Findings& findings) const;
 
   Caches caches_;
   executor::Executor& executor_;
@@ -112,6 +84,7 @@ class Reconciler {
   catalog::Catalog catalog_;
   observer::Observer observer_;
   SetupHooks setup_;
+  std::optional<executor::SetupStepRunner> setup_steps_;  // when setup_.runner is set
 };
 
 }  // namespace kstack::reconciler

@@ -1,0 +1,258 @@
+// act(): the writes, Events, notifications and status write of one planned pass.
+#include "reconciler/act.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "catalog/defaults.h"
+#include "catalog/names.h"
+#include "catalog/parse.h"
+#include "kube/log_context.h"
+#include "reconciler/status.h"
+
+namespace kstack::reconciler {
+namespace json = boost::json;
+using informer::WorkResult;
+namespace res = kube::resources;
+
+namespace {
+
+// Retry quickly on conflicts (stale cache) and transient errors; give up on the rest.
+WorkResult result_for(const kube::Error& e, std::string what) {
+  switch (e.kind) {
+    case kube::ErrorKind::kBadRequest:
+    case kube::ErrorKind::kInvalid:
+    case kube::ErrorKind::kForbidden:
+    case kube::ErrorKind::kMethodNotAllowed:
+    case kube::ErrorKind::kUnsupportedMedia:
+      return WorkResult::terminal(std::move(what));
+    default:
+      return WorkResult::retry(std::move(what));
+  }
+}
+
+std::string uid_of(const json::value& object) {
+  boost::system::error_code ec;
+  const auto* v = object.find_pointer("/metadata/uid", ec);
+  return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+// What the server answered is newer than the cache: keep it there so that a pass running
+// before the watch event arrives does not act on the old object again.
+void remember(informer::Store* store, json::value object) {
+  if (store == nullptr || !object.is_object()) return;
+  if (auto* md = object.as_object().if_contains("metadata"); md && md->is_object()) {
+    md->as_object().erase("managedFields");
+  }
+  store->upsert(std::make_shared<const json::value>(std::move(object)));
+}
+
+// One pass's acting: the Stack object its writes go to, what failed, what to post at the end.
+struct Acting {
+  const Snapshot& snap;
+  const Plan& plan;
+  Actuators& a;
+  informer::ObjectPtr object;         // the Stack (updated by the finalizer write)
+  std::optional<WorkResult> failure;  // the first failed write
+  std::vector<DegradedCause> failed_applies;
+  std::vector<ObjectEvent> object_events;
+
+  void fail(WorkResult r) {
+    if (!failure) failure = std::move(r);
+  }
+  informer::Store* store_for(const kube::ResourceType& type) const {
+    return type == res::kStatefulSets             ? a.owned.stateful_sets
+           : type == res::kServices               ? a.owned.services
+           : type == res::kPersistentVolumeClaims ? a.owned.pvcs
+                                                  : nullptr;
+  }
+  void done(const ObjectEvent& e) {
+    spdlog::info("stack {}: {}", snap.key, e.note);
+    object_events.push_back(e);
+  }
+  void apply(const Write& w);
+  void remove(const Write& w);
+  void retain(const Write& w);
+  std::optional<WorkResult> set_finalizers(bool add);
+  WorkResult write_status(WorkResult result);
+  void post_object_events();
+};
+
+void Acting::apply(const Write& w) {
+  json::value answer;
+  auto change = a.writer.apply(*w.type, w.object, w.live.get(), &answer);
+  if (!change) {
+    const auto what =
+        fmt::format("apply {} {}/{}: {}", w.type->kind, snap.ns(), w.name, change.error().message);
+    spdlog::warn("stack {}: {}", snap.key, what);
+    if (change.error().kind != kube::ErrorKind::kConflict) {
+      failed_applies.push_back({w.cause_rank, std::string(kReasonApplyFailed), what});
+      a.events.event(*object, "Warning", "ApplyFailed", "Apply", what);
+    }
+    return fail(result_for(change.error(), what));
+  }
+  if (*change == executor::Change::kNone) return;
+  remember(store_for(*w.type), std::move(answer));
+  done(w.event);
+}
+
+void Acting::remove(const Write& w) {
+  auto change = a.writer.remove(*w.type, snap.ns(), w.name, uid_of(*w.live));
+  if (!change) {
+    const auto what =
+        fmt::format("delete {} {}/{}: {}", w.type->kind, snap.ns(), w.name, change.error().message);
+    spdlog::warn("stack {}: {}", snap.key, what);
+    return fail(result_for(change.error(), what));
+  }
+  if (*change == executor::Change::kDeleted) done(w.event);
+}
+
+void Acting::retain(const Write& w) {
+  auto kept = a.writer.force_apply(*w.type, w.object);
+  if (!kept) return fail(result_for(kept.error(), kept.error().message));
+  remember(a.owned.pvcs, std::move(*kept));
+  a.events.event(*object, "Normal", w.event.reason, w.event.action, w.event.note);
+}
+
+// Adds (or, cleanup done, removes) kstack.io/cleanup; a result when the pass ends here.
+std::optional<WorkResult> Acting::set_finalizers(bool add) {
+  const auto& md = snap.stack.metadata;
+  auto finalizers = md.finalizers;
+  if (add) {
+    finalizers.emplace_back(catalog::kCleanupFinalizer);
+  } else {
+    std::erase(finalizers, std::string(catalog::kCleanupFinalizer));
+  }
+  auto stored = a.writer.set_finalizers(catalog::resources::kStacks, snap.ns(), md.name,
+                                        md.resource_version, finalizers);
+  if (!stored) {
+    if (!add && stored.error().kind == kube::ErrorKind::kNotFound) return WorkResult::success();
+    return result_for(
+        stored.error(),
+        add ? fmt::format("add finalizer to Stack {}: {}", snap.key, stored.error().message)
+            : fmt::format("remove finalizer of Stack {}: {}", snap.key, stored.error().message));
+  }
+  if (!add) {
+    spdlog::info("stack {}: cleanup done, finalizer removed", snap.key);
+    return WorkResult::success();
+  }
+  remember(a.stacks, std::move(*stored));
+  if (a.stacks != nullptr) object = a.stacks->get(snap.key);
+  if (!object) return WorkResult::success();
+  return std::nullopt;
+}
+
+WorkResult Acting::write_status(WorkResult result) {
+  const catalog::StackStatus* status = &plan.status;
+  catalog::StackStatus with_failures;
+  bool changed = plan.write_status;
+  if (!failed_applies.empty() && plan.status_base) {
+    with_failures = *plan.status_base;
+    auto causes = plan.degraded;
+    causes.insert(causes.end(), failed_applies.begin(), failed_applies.end());
+    set_degraded(with_failures, std::move(causes), snap.now);
+    status = &with_failures;
+    changed = !same_status(with_failures, snap.old_status);
+  }
+  if (!changed) return result;
+  json::value obj = *object;
+  obj.as_object()["status"] = catalog::to_json(*status);
+  auto stored = a.writer.update_status(catalog::resources::kStacks, obj);
+  if (!stored) {
+    if (stored.error().kind == kube::ErrorKind::kNotFound) return WorkResult::success();
+    const auto what = fmt::format("write status of Stack {}: {}", snap.key, stored.error().message);
+    spdlog::debug("{}", what);
+    if (result.kind == WorkResult::Kind::kError ||
+        result.kind == WorkResult::Kind::kTerminalError) {
+      return result;
+    }
+    return result_for(stored.error(), what);
+  }
+  remember(a.stacks, std::move(*stored));
+  // Only now that status no longer lists them may the notifier drop delivered commands: had
+  // the write failed, the next pass would still see them pending and must not send them again.
+  if (a.notifier != nullptr) {
+    for (const auto& n : plan.delivered) a.notifier->forget(n.target, n.arguments);
+  }
+  return result;
+}
+
+// The pass's object events, one Event per (reason, action) in the order the pass made them (a
+// new Stack's 13 creations are one Event, not 13 requests).
+void Acting::post_object_events() {
+  std::vector<std::pair<std::pair<std::string, std::string>, std::vector<std::string>>> groups;
+  for (auto& e : object_events) {
+    auto key = std::pair(std::move(e.reason), std::move(e.action));
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {std::move(key), {}});
+    it->second.push_back(std::move(e.note));
+  }
+  object_events.clear();
+  for (const auto& [key, notes] : groups) {
+    a.events.events(*object, "Normal", key.first, key.second, notes);
+  }
+}
+
+}  // namespace
+
+WorkResult act(const Snapshot& snap, const Plan& plan, Actuators& actuators) {
+  Acting acting{snap, plan, actuators, snap.object, {}, {}, {}};
+  if (plan.add_finalizer) {
+    if (auto ended = acting.set_finalizers(true)) return *ended;
+  }
+  for (const auto& w : plan.writes) {
+    switch (w.op) {
+      case Write::Op::kApply:
+        acting.apply(w);
+        break;
+      case Write::Op::kDelete:
+        acting.remove(w);
+        break;
+      case Write::Op::kRetain:
+        acting.retain(w);
+        break;
+    }
+  }
+  for (const auto& e : plan.events) {
+    if (e.type == "Warning") spdlog::warn("stack {}: {}: {}", snap.key, e.reason, e.note);
+    actuators.events.event(*acting.object, e.type, e.reason, e.action, e.note);
+  }
+  if (actuators.notifier != nullptr) {
+    for (const auto& n : plan.sends) {
+      // Also captured by the notifier for the lines its threads log about this command.
+      const kube::LogScope log_scope(kube::with_member(n.role, n.target.pod));
+      actuators.notifier->send(snap.key, n.target, n.arguments);
+    }
+  }
+  WorkResult result = acting.failure.value_or(plan.result);
+  if (snap.stack.metadata.deleting) {
+    if (!acting.failure && plan.remove_finalizer) result = *acting.set_finalizers(false);
+  } else {
+    result = acting.write_status(std::move(result));
+  }
+  acting.post_object_events();
+  return result;
+}
+
+void run_setup_steps(const Snapshot& snap, const Plan& plan, executor::SetupSteps& steps,
+                     Findings& findings) {
+  for (const auto& step : plan.setup_steps) {
+    const kube::LogScope log_scope(kube::with_member(step.role, step.target.pod));
+    auto outcome = steps.run(step);
+    if (outcome.kind == executor::SetupOutcome::Kind::kConfigError) {
+      spdlog::warn("stack {}: member {} config_error: {}", snap.key, step.target.pod,
+                   outcome.message);
+    } else if (outcome.kind == executor::SetupOutcome::Kind::kRetry) {
+      spdlog::info("stack {}: member {}: {}", snap.key, step.target.pod, outcome.message);
+    }
+    findings.setup[{step.target.pod, step.kind}] = std::move(outcome);
+  }
+}
+
+}  // namespace kstack::reconciler

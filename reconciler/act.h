@@ -1,0 +1,33 @@
+// act(): carries out a Plan (reconciler/plan.h) through small interfaces — the object writer and
+// event sink (executor::Executor in the operator), the notification queue — and keeps the
+// server's answers in the caches, so a pass that runs before their watch events arrive does
+// not repeat a write. Failed writes are the pass's result (Conflict = stale cache: retried) and,
+// for applies, a Degraded cause in the status it writes.
+#pragma once
+
+#include "executor/actuators.h"
+#include "informer/store.h"
+#include "informer/work_queue.h"
+#include "observer/observer.h"
+#include "reconciler/notifier.h"
+#include "reconciler/plan.h"
+#include "reconciler/snapshot.h"
+
+namespace kstack::reconciler {
+
+struct Actuators {
+  executor::ObjectWriter& writer;
+  executor::EventSink& events;
+  NotifyQueue* notifier = nullptr;  // null: notifications are not sent
+  // Where server answers are kept (null: nowhere).
+  informer::Store* stacks = nullptr;
+  observer::Stores owned;
+};
+
+informer::WorkResult act(const Snapshot& snapshot, const Plan& plan, Actuators& actuators);
+
+// Runs the setup steps a plan asked for, adding their outcomes to `findings`.
+void run_setup_steps(const Snapshot& snapshot, const Plan& plan, executor::SetupSteps& steps,
+                     Findings& findings);
+
+}  // namespace kstack::reconciler

@@ -1,0 +1,175 @@
+// plan(): one pass over a Stack as a pure function (docs/reconciler.md "One pass"): cleanup of
+// a Stack being deleted, the finalizer, a missing AppType or an unrenderable spec, else the
+// objects, claims, members, notifications, and the status they add up to.
+#include "reconciler/plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "catalog/defaults.h"
+#include "reconciler/plan_internal.h"
+
+namespace kstack::reconciler {
+using informer::WorkResult;
+
+namespace {
+constexpr std::size_t kMaxDegradedMessage = 2048;
+}  // namespace
+
+void set_degraded(catalog::StackStatus& st, std::vector<DegradedCause> causes,
+                  std::string_view now) {
+  const auto gen = st.observed_generation;
+  if (causes.empty()) {
+    set_condition(st.conditions, kConditionDegraded, "False", kReasonAsExpected, "no problem found",
+                  gen, now);
+    return;
+  }
+  std::stable_sort(causes.begin(), causes.end(),
+                   [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  std::string message;
+  for (const auto& c : causes) {
+    if (!message.empty()) message += "; ";
+    message += c.message;
+  }
+  // Cut between characters: the API server stores a split one as U+FFFD, and every later
+  // pass, cutting the same way, would find the status changed and write it again.
+  message.resize(detail::utf8_prefix(message, kMaxDegradedMessage).size());
+  set_condition(st.conditions, kConditionDegraded, "True", causes.front().reason, message, gen,
+                now);
+}
+
+namespace detail {
+namespace {
+
+// The Stack cannot progress (AppType missing, spec that cannot be rendered): state error,
+// nothing written but status, one Warning while the status changes.
+void plan_blocked(Planning& p, std::string_view reason, const std::string& msg) {
+  auto& st = p.st();
+  st.state = std::string(catalog::kStackError);
+  const auto gen = st.observed_generation;
+  set_condition(st.conditions, kConditionDegraded, "True", reason, msg, gen, p.snap.now);
+  set_condition(st.conditions, kConditionReady, "False", reason, msg, gen, p.snap.now);
+  set_condition(st.conditions, kConditionProgressing, "False", kReasonBlocked, msg, gen,
+                p.snap.now);
+  if (!same_status(st, p.snap.old_status)) p.event("Warning", reason, "Reconcile", msg);
+}
+
+// Ready, Progressing and the stack state from the members; then Degraded from the causes.
+void plan_state(Planning& p, bool all_ready) {
+  auto& st = p.st();
+  const auto gen = st.observed_generation;
+  const auto& now = p.snap.now;
+  const auto summary = fmt::format("{} of {} members ready", p.ready, p.wanted);
+  if (all_ready) {
+    set_condition(st.conditions, kConditionReady, "True", kReasonAllMembersReady, summary, gen,
+                  now);
+    set_condition(st.conditions, kConditionProgressing, "False", kReasonStable,
+                  "every member is as the spec asks", gen, now);
+  } else {
+    set_condition(st.conditions, kConditionReady, "False", kReasonMembersNotReady, summary, gen,
+                  now);
+  }
+  const auto& old_state = p.snap.old_status.state;
+  const bool never_ready = old_state.empty() || old_state == catalog::kStackCreating;
+  if (!all_ready) {
+    const auto reason = never_ready                    ? kReasonCreating
+                        : p.rollup.membership_changing ? kReasonScaling
+                                                       : kReasonRecovering;
+    set_condition(st.conditions, kConditionProgressing, "True", reason, summary, gen, now);
+  }
+  p.out.status_base = st;
+  set_degraded(st, p.degraded, now);
+  p.out.degraded = p.degraded;
+  st.state = std::string(all_ready     ? catalog::kStackReady
+                         : never_ready ? catalog::kStackCreating
+                                       : catalog::kStackUpdating);
+  if (st.state != old_state) {
+    p.event("Normal", "StateChanged", "Reconcile",
+            fmt::format("Stack state {} -> {} ({})", old_state.empty() ? "none" : old_state,
+                        st.state, st.member_summary));
+  }
+}
+
+}  // namespace
+
+void plan_conditions(Planning& p) {
+  auto& st = p.st();
+  st.roles = leaving_roles(p);
+  st.desired_members = p.wanted;
+  st.ready_members = p.ready;
+  st.member_summary = fmt::format("{}/{}", p.ready, p.wanted);
+  for (const auto& role : p.roles) {
+    const auto sts = live(p.snap.owned.stateful_sets, role.desired->stateful_set_name);
+    if (!sts || replicas_of(*sts) != role.desired->replicas) p.rollup.membership_changing = true;
+  }
+  for (const auto& r : st.roles) {
+    for (const auto& m : r.members) {
+      if (!m.state_detail.last_notify_error.empty()) {
+        p.degrade(kReasonNotifyFailed,
+                  fmt::format("member {}: {}", m.pod, m.state_detail.last_notify_error));
+      }
+    }
+  }
+  st.member_state_rollup = p.rollup;
+  const bool all_ready = p.ready == p.wanted && !p.rollup.membership_changing;
+  plan_state(p, all_ready);
+  p.out.result = p.waiting || !all_ready ? WorkResult::requeue_after(p.snap.poll_interval)
+                                         : WorkResult::success();
+}
+
+namespace {
+
+void plan_running(Planning& p) {
+  const auto& stack = p.stack();
+  if (!p.snap.app) {
+    // Admission refuses deleting an AppType in use; if it happened anyway, keep every object
+    // (the data is the user's) and say why nothing progresses.
+    plan_blocked(p, kReasonAppTypeMissing,
+                 fmt::format("AppType \"{}\" ({} catalog) not found; nothing is changed "
+                             "until it exists again",
+                             stack.spec.app, stack.spec.app_catalog.value_or("any")));
+    p.out.result = WorkResult::success();
+    return;
+  }
+  p.app = &*p.snap.app;
+  p.config = p.snap.config ? &*p.snap.config : nullptr;
+  auto desired = desired_state(stack, p.app->app, p.config);
+  if (!desired) {
+    plan_blocked(p, kReasonInvalidSpec, desired.error().message);
+    p.out.result = WorkResult::terminal(desired.error().message);
+    return;
+  }
+  p.desired = &*desired;
+  plan_membership(p);
+  plan_objects(p);
+  plan_claims(p);
+  plan_member_states(p);
+  plan_announce(p);
+  plan_notifications(p);
+  plan_conditions(p);
+  p.desired = nullptr;  // `desired` ends here; the plan holds copies of what it needs
+}
+
+}  // namespace
+}  // namespace detail
+
+Plan plan(const Snapshot& snapshot, const Findings& findings) {
+  Plan out;
+  detail::Planning p(snapshot, findings, out);
+  if (snapshot.stack.metadata.deleting) {
+    if (detail::has_finalizer(snapshot.stack)) detail::plan_cleanup(p);
+    return out;
+  }
+  // The finalizer goes on first, so that a Stack deleted from here on is cleaned up by kstack
+  // (retention policy) rather than only by the garbage collector.
+  out.add_finalizer = !detail::has_finalizer(snapshot.stack);
+  out.status = snapshot.old_status;
+  out.status.observed_generation = snapshot.stack.metadata.generation;
+  p.spec_changed = snapshot.old_status.observed_generation != snapshot.stack.metadata.generation;
+  detail::plan_running(p);
+  out.write_status = !same_status(out.status, snapshot.old_status);
+  return out;
+}
+
+}  // namespace kstack::reconciler

@@ -1,0 +1,102 @@
+// plan(): what one pass over a Stack should do, as a pure function of its Snapshot and what the
+// pass found out so far (docs/reconciler.md): the objects to apply and delete, claims to adopt,
+// release or delete, setup steps to run, notifications to queue, Events, the new status and
+// when to look again. No I/O, no clock: everything comes in through the snapshot, so every
+// transition of the member and Stack state machines is a table test.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "catalog/model.h"
+#include "executor/actuators.h"
+#include "informer/store.h"
+#include "informer/work_queue.h"
+#include "kube/resource.h"
+#include "reconciler/snapshot.h"
+
+namespace kstack::reconciler {
+
+// An Event on the Stack, posted as it is.
+struct EventSpec {
+  std::string type;  // Normal | Warning
+  std::string reason;
+  std::string action;
+  std::string note;
+  bool operator==(const EventSpec&) const = default;
+};
+
+// An object event, batched with the pass's others of the same reason into one Event.
+struct ObjectEvent {
+  std::string reason;
+  std::string action;
+  std::string note;
+  bool operator==(const ObjectEvent&) const = default;
+};
+
+// One write to an owned object.
+struct Write {
+  enum class Op {
+    kApply,   // server-side apply of `object` (live: the cached object, or null)
+    kDelete,  // delete `live` with a UID precondition
+    kRetain,  // let go of claim `live`: force-apply `object` (no ownerReference, marked)
+  } op = Op::kApply;
+  const kube::ResourceType* type = nullptr;
+  boost::json::value object;
+  informer::ObjectPtr live;
+  std::string name;
+  // On success: kApply/kDelete add `event` to the batched object events; kRetain posts it.
+  ObjectEvent event;
+  // kApply: where an ApplyFailed cause ranks among the plan's Degraded causes.
+  int cause_rank = 0;
+};
+
+// Why the Stack is Degraded; the lowest rank gives the condition's reason.
+struct DegradedCause {
+  int rank = 0;
+  std::string reason;
+  std::string message;
+};
+
+struct Notification {
+  std::string role;
+  executor::MemberTarget target;
+  std::vector<std::string> arguments;
+};
+
+struct Plan {
+  // ---- what the pass must find out before this plan is final ----
+  std::vector<std::string> claims_to_read;
+  std::vector<executor::SetupStep> setup_steps;
+  bool is_final() const { return claims_to_read.empty() && setup_steps.empty(); }
+
+  // ---- what to do, in order ----
+  bool add_finalizer = false;     // before anything else; a failure ends the pass
+  std::vector<Write> writes;      // owned objects and claims
+  std::vector<EventSpec> events;  // after the writes
+  std::vector<Notification> sends;
+  bool write_status = false;  // `status` differs from the Stack's
+  catalog::StackStatus status;
+  // Notifications whose outcome this plan consumed: forgotten once the status is written.
+  std::vector<Notification> delivered;
+  bool remove_finalizer = false;  // cleanup done: the Stack may go
+
+  // Degraded: `status` holds the condition as the plan's causes make it; when writes fail,
+  // act() recomputes it from `status_base` (status before the condition) with their causes.
+  std::vector<DegradedCause> degraded;
+  std::optional<catalog::StackStatus> status_base;
+
+  informer::WorkResult result;  // when every write succeeds
+};
+
+Plan plan(const Snapshot& snapshot, const Findings& findings = {});
+
+// Sets the Degraded condition from `causes` (sorted by rank): the first one's reason, the
+// messages joined. Used by plan() and, with failed writes added, by act().
+void set_degraded(catalog::StackStatus& status, std::vector<DegradedCause> causes,
+                  std::string_view now);
+
+}  // namespace kstack::reconciler

@@ -1,0 +1,101 @@
+// The working state of plan() and the pieces it is made of (internal to reconciler/plan*.cpp).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "catalog/model.h"
+#include "reconciler/desired_state.h"
+#include "reconciler/plan.h"
+#include "reconciler/status.h"
+
+namespace kstack::reconciler::detail {
+
+// JSON readers that never throw (cached objects are server data).
+const boost::json::value* at(const boost::json::value& v, std::string_view pointer);
+std::string str_at(const boost::json::value& v, std::string_view pointer);
+bool is_deleting(const boost::json::value& object);
+std::string controller_uid(const boost::json::value& object);  // "" when none
+bool owned_by(const boost::json::value& object, std::string_view uid);
+std::int64_t replicas_of(const boost::json::value& sts);
+bool has_finalizer(const catalog::Stack& stack);
+// The claim metadata kstack applies to adopt (owner) or, marked `retained`, to let go of it.
+boost::json::value pvc_claim(const boost::json::value& live, const boost::json::object& labels,
+                             const boost::json::object* owner, std::string_view retained = {});
+// Whether a claim labelled with the Stack is kstack's to delete or retain.
+bool claim_of(const boost::json::value& pvc, const boost::json::value& stack, std::string_view uid);
+// The longest prefix of `text` of at most `max_bytes` that does not split a UTF-8 sequence.
+std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes);
+informer::ObjectPtr live(const std::map<std::string, informer::ObjectPtr>& objects,
+                         const std::string& name);
+
+// One role's members this pass: those in the spec, and those leaving it.
+struct RolePlan {
+  std::string id;
+  const DesiredRole* desired = nullptr;
+  std::optional<catalog::SetupPackage> package;
+  catalog::RoleStatus status;                  // members in the spec
+  std::vector<catalog::MemberStatus> leaving;  // delete_pending / deleting
+  std::int64_t replicas = 0;                   // what the StatefulSet gets this pass
+};
+
+struct Planning {
+  Planning(const Snapshot& s, const Findings& f, Plan& p) : snap(s), found(f), out(p) {}
+  const Snapshot& snap;
+  const Findings& found;
+  Plan& out;
+  catalog::StackStatus& st() { return out.status; }
+  const catalog::Stack& stack() const { return snap.stack; }
+  const catalog::FoundApp* app = nullptr;
+  const catalog::KStackConfig* config = nullptr;
+  const DesiredState* desired = nullptr;
+
+  bool spec_changed = false;  // generation differs from what status last observed
+  bool waiting = false;       // something converges outside this pass: poll again
+  bool scaling = false;       // the role being applied moves its replicas
+  std::vector<DegradedCause> degraded;
+  int next_rank = 0;
+  void degrade(std::string_view reason, std::string message) {
+    degraded.push_back({next_rank++, std::string(reason), std::move(message)});
+  }
+  void event(std::string_view type, std::string_view reason, std::string_view action,
+             std::string note) {
+    out.events.push_back(
+        {std::string(type), std::string(reason), std::string(action), std::move(note)});
+  }
+
+  std::map<std::string, const catalog::MemberStatus*> previous;      // by pod
+  std::map<std::string, const catalog::RoleStatus*> previous_roles;  // by role id
+  std::vector<RolePlan> roles;
+  std::set<std::string> wanted_sets;
+  catalog::MemberStateRollup rollup;
+  std::int64_t ready = 0;
+  std::int64_t wanted = 0;
+};
+
+// plan_members.cpp
+void plan_membership(Planning& p);
+void plan_member_states(Planning& p);
+std::vector<catalog::RoleStatus> leaving_roles(Planning& p);
+// plan_objects.cpp
+void plan_objects(Planning& p);
+void plan_claims(Planning& p);
+void plan_cleanup(Planning& p);
+void add_apply(Planning& p, const kube::ResourceType& type, const boost::json::value& desired,
+               const informer::ObjectPtr& live);
+// plan_setup.cpp
+void plan_member_setup(Planning& p, const RolePlan& role, catalog::MemberStatus& member,
+                       const PodView& pod);
+void plan_announce(Planning& p);
+void plan_notifications(Planning& p);
+// plan.cpp
+void plan_conditions(Planning& p);
+
+}  // namespace kstack::reconciler::detail

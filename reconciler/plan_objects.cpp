@@ -1,0 +1,332 @@
+// plan(): the owned objects (headless Service, StatefulSets, member Services), the members'
+// claims, and the cleanup of a Stack being deleted (docs/reconciler.md steps 7–9, Cleanup).
+#include <algorithm>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "catalog/defaults.h"
+#include "catalog/names.h"
+#include "executor/drift.h"
+#include "reconciler/plan_internal.h"
+
+namespace kstack::reconciler::detail {
+namespace json = boost::json;
+using informer::ObjectPtr;
+namespace res = kube::resources;
+
+const json::value* at(const json::value& v, std::string_view pointer) {
+  boost::system::error_code ec;
+  return v.find_pointer(pointer, ec);
+}
+
+std::string str_at(const json::value& v, std::string_view pointer) {
+  const auto* p = at(v, pointer);
+  return p != nullptr && p->is_string() ? std::string(p->as_string()) : std::string();
+}
+
+bool is_deleting(const json::value& object) {
+  const auto* ts = at(object, "/metadata/deletionTimestamp");
+  return ts != nullptr && !ts->is_null();
+}
+
+std::string controller_uid(const json::value& object) {
+  const auto* refs = at(object, "/metadata/ownerReferences");
+  if (refs == nullptr || !refs->is_array()) return {};
+  for (const auto& r : refs->as_array()) {
+    if (!r.is_object()) continue;
+    const auto* c = r.as_object().if_contains("controller");
+    if (c != nullptr && c->is_bool() && c->as_bool()) {
+      const auto* uid = r.as_object().if_contains("uid");
+      return uid != nullptr && uid->is_string() ? std::string(uid->as_string()) : std::string();
+    }
+  }
+  return {};
+}
+
+bool owned_by(const json::value& object, std::string_view uid) {
+  const auto* refs = at(object, "/metadata/ownerReferences");
+  if (refs == nullptr || !refs->is_array()) return false;
+  for (const auto& r : refs->as_array()) {
+    if (r.is_object() && str_at(r, "/uid") == uid) return true;
+  }
+  return false;
+}
+
+std::int64_t replicas_of(const json::value& sts) {
+  const auto* r = at(sts, "/spec/replicas");
+  return r != nullptr && r->is_int64() ? r->as_int64() : 1;
+}
+
+bool has_finalizer(const catalog::Stack& stack) {
+  const auto& f = stack.metadata.finalizers;
+  return std::find(f.begin(), f.end(), catalog::kCleanupFinalizer) != f.end();
+}
+
+// kstack owns the kstack.io/retained annotation through server-side apply, so a later
+// adoption (no annotation) removes it.
+json::value pvc_claim(const json::value& live, const json::object& labels,
+                      const json::object* owner, std::string_view retained) {
+  json::object md{{"name", str_at(live, "/metadata/name")},
+                  {"namespace", str_at(live, "/metadata/namespace")},
+                  {"labels", labels}};
+  if (owner != nullptr) md["ownerReferences"] = json::array{*owner};
+  if (!retained.empty()) {
+    md["annotations"] = json::object{{catalog::kRetainedAnnotation, retained}};
+  }
+  return json::object{{"apiVersion", "v1"}, {"kind", "PersistentVolumeClaim"}, {"metadata", md}};
+}
+
+// It names the Stack as its owner, or it is one the StatefulSet controller made for a member
+// that kstack never adopted (the operator stopped in between): no controller, not marked
+// retained, and made no earlier than the Stack. A claim kstack let go of carries
+// kstack.io/retained; one retained from an earlier Stack of the same name is also older than
+// this Stack. Anything in doubt is kept: it holds data.
+bool claim_of(const json::value& pvc, const json::value& stack, std::string_view uid) {
+  if (owned_by(pvc, uid)) return true;
+  if (!controller_uid(pvc).empty()) return false;
+  const auto* annotations = at(pvc, "/metadata/annotations");
+  if (annotations != nullptr && annotations->is_object() &&
+      annotations->as_object().contains(catalog::kRetainedAnnotation)) {
+    return false;
+  }
+  // RFC 3339 in UTC with whole seconds, as the API server writes them: ordered as strings.
+  const auto made = str_at(pvc, "/metadata/creationTimestamp");
+  const auto stack_made = str_at(stack, "/metadata/creationTimestamp");
+  return !made.empty() && !stack_made.empty() && made >= stack_made;
+}
+
+std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  std::size_t cut = max_bytes;
+  // A continuation byte (10xxxxxx) at the cut: back off to its lead byte.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut);
+}
+
+ObjectPtr live(const std::map<std::string, ObjectPtr>& objects, const std::string& name) {
+  auto it = objects.find(name);
+  return it == objects.end() ? ObjectPtr{} : it->second;
+}
+
+namespace {
+
+// The batched event of an apply: creation, adoption of a claim, a scale kstack makes, or an
+// update (spec changed) / repair (drift) naming the first field that differed.
+ObjectEvent apply_event(const Planning& p, const kube::ResourceType& type,
+                        const json::value& desired, const ObjectPtr& live,
+                        const std::string& name) {
+  if (!live) return {"Created", "Create", fmt::format("{} {} created", type.kind, name)};
+  if (type == res::kPersistentVolumeClaims && controller_uid(*live).empty()) {
+    return {"Adopted", "Update",
+            fmt::format("{} {} adopted (owned by the Stack from now on)", type.kind, name)};
+  }
+  const auto diff = executor::first_difference(*live, desired);
+  if (type == res::kStatefulSets && diff == "/spec/replicas" && p.scaling) {
+    return {"Scaled", "Update",
+            fmt::format("{} {} replicas {} -> {}", type.kind, name, replicas_of(*live),
+                        replicas_of(desired))};
+  }
+  if (p.spec_changed) {
+    return {"Updated", "Update", fmt::format("{} {} updated to the Stack's spec", type.kind, name)};
+  }
+  return {"Repaired", "Update",
+          fmt::format("{} {} restored to its desired state ({})", type.kind, name, diff)};
+}
+
+void add_delete(Planning& p, const kube::ResourceType& type, const ObjectPtr& live,
+                std::string_view why) {
+  if (is_deleting(*live)) return;  // already on its way
+  const auto name = str_at(*live, "/metadata/name");
+  Write w{Write::Op::kDelete, &type, {}, live, name, {}, 0};
+  w.event = {"Deleted", "Delete", fmt::format("{} {} deleted: {}", type.kind, name, why)};
+  p.out.writes.push_back(std::move(w));
+}
+
+void add_retain(Planning& p, const ObjectPtr& pvc, std::string_view policy) {
+  json::object labels;
+  if (const auto* l = at(*pvc, "/metadata/labels"); l && l->is_object()) labels = l->as_object();
+  const auto name = str_at(*pvc, "/metadata/name");
+  Write w{Write::Op::kRetain,
+          &res::kPersistentVolumeClaims,
+          pvc_claim(*pvc, labels, nullptr, policy),
+          pvc,
+          name,
+          {},
+          0};
+  w.event = {"Retained", policy == "whenScaled" ? "Scale" : "Delete",
+             fmt::format("PVC {} kept ({}: Retain)", name, policy)};
+  p.out.writes.push_back(std::move(w));
+}
+
+// The StatefulSet of one role, its replicas as this pass wants them.
+void plan_stateful_set(Planning& p, const RolePlan& role) {
+  const auto& desired = *role.desired;
+  const auto sts = live(p.snap.owned.stateful_sets, desired.stateful_set_name);
+  if (sts && is_deleting(*sts)) {
+    p.waiting = true;  // recreated once the old one is gone (same name, same PVCs)
+    return;
+  }
+  json::value wanted = desired.stateful_set;
+  wanted.as_object()["spec"].as_object()["replicas"] = role.replicas;
+  // kstack itself moves replicas when the member count it reported last differs (a spec
+  // change, or the end of a delete_pending hold); otherwise a difference is drift.
+  std::int64_t reported = 0;
+  if (auto it = p.previous_roles.find(role.id); it != p.previous_roles.end()) {
+    for (const auto& m : it->second->members) {
+      if (m.state != catalog::kMemberDeleting) ++reported;
+    }
+  }
+  p.scaling = sts && replicas_of(*sts) != role.replicas && reported != role.replicas;
+  add_apply(p, res::kStatefulSets, wanted, sts);
+}
+
+// The claim of a member in the spec: adopted, or why it cannot be.
+void plan_member_claim(Planning& p, const RolePlan& role, const catalog::MemberStatus& m) {
+  const auto& uid = p.stack().metadata.uid;
+  const auto pod = live(p.snap.owned.pods, m.pod);
+  const auto pvc = live(p.snap.owned.pvcs, m.pvc);
+  const auto labels = common_labels(p.stack(), p.app->app, role.id);
+  const auto owner = owner_reference(p.stack());
+  if (pvc && is_deleting(*pvc)) {
+    p.degrade(kReasonPvcMissing, fmt::format("PVC {} of member {} is being deleted; the "
+                                             "StatefulSet recreates it with the pod",
+                                             m.pvc, m.pod));
+    p.waiting = true;
+  } else if (pvc) {
+    const auto other = controller_uid(*pvc);
+    if (other.empty() || other == uid) {
+      add_apply(p, res::kPersistentVolumeClaims, pvc_claim(*pvc, labels, &owner), pvc);
+    } else {
+      p.degrade(kReasonPvcMissing,
+                fmt::format("PVC {} of member {} is controlled by another owner ({})", m.pvc, m.pod,
+                            other));
+    }
+  } else if (pod) {
+    // The pod exists, so its claim did: deleted, or kstack's labels were taken off it. Only the
+    // server can say which.
+    auto read = p.found.claims.find(m.pvc);
+    if (read == p.found.claims.end()) {
+      p.out.claims_to_read.push_back(m.pvc);
+      return;
+    }
+    const auto& got = read->second;
+    if (got && !is_deleting(*got) &&
+        (controller_uid(*got).empty() || controller_uid(*got) == uid)) {
+      add_apply(p, res::kPersistentVolumeClaims, pvc_claim(*got, labels, &owner), got);
+    } else {
+      p.degrade(kReasonPvcMissing, fmt::format("PVC {} of member {} is missing", m.pvc, m.pod));
+      p.waiting = true;
+    }
+  }
+}
+
+}  // namespace
+
+void add_apply(Planning& p, const kube::ResourceType& type, const json::value& desired,
+               const ObjectPtr& live) {
+  // Covered: nothing to send (the executor would check the same and send nothing).
+  if (live && executor::covers(*live, desired)) return;
+  const auto name = str_at(desired, "/metadata/name");
+  Write w{Write::Op::kApply, &type, desired, live, name, apply_event(p, type, desired, live, name),
+          p.next_rank++};
+  p.out.writes.push_back(std::move(w));
+}
+
+void plan_objects(Planning& p) {
+  const auto& desired = *p.desired;
+  const auto& owned = p.snap.owned;
+  const auto& uid = p.stack().metadata.uid;
+  p.st().cluster_service = desired.headless_service_name;
+  add_apply(p, res::kServices, desired.headless_service,
+            live(owned.services, desired.headless_service_name));
+  std::set<std::string> wanted_services{desired.headless_service_name};
+  for (const auto& role : p.roles) {
+    p.wanted_sets.insert(role.desired->stateful_set_name);
+    for (const auto& m : role.leaving) {
+      if (m.state == catalog::kMemberDeletePending && !m.service.empty()) {
+        wanted_services.insert(m.service);  // kept until the member is really going
+      }
+    }
+    plan_stateful_set(p, role);
+  }
+  for (const auto& svc : desired.member_services) {
+    const auto name = str_at(svc, "/metadata/name");
+    wanted_services.insert(name);
+    add_apply(p, res::kServices, svc, live(owned.services, name));
+  }
+  for (const auto& [name, obj] : owned.services) {
+    if (!wanted_services.contains(name) && owned_by(*obj, uid)) {
+      add_delete(p, res::kServices, obj, "its member is no longer in the Stack");
+    }
+  }
+  for (const auto& [name, obj] : owned.stateful_sets) {
+    if (!p.wanted_sets.contains(name) && owned_by(*obj, uid)) {
+      add_delete(p, res::kStatefulSets, obj, "its role is no longer in the Stack");
+    }
+  }
+}
+
+void plan_claims(Planning& p) {
+  std::set<std::string> kept;
+  for (const auto& role : p.roles) {
+    for (const auto& m : role.status.members) {
+      if (m.pvc.empty()) continue;
+      kept.insert(m.pvc);
+      plan_member_claim(p, role, m);
+    }
+    for (const auto& m : role.leaving) {
+      if (m.state == catalog::kMemberDeletePending && !m.pvc.empty()) kept.insert(m.pvc);
+    }
+  }
+  // Claims of members that are gone: Delete (default) or Retain (drop the ownerReference so the
+  // claim outlives the Stack), once no pod uses them.
+  const bool retain =
+      p.stack().spec.pvc_retention.when_scaled.value_or("") == catalog::kRetentionRetain;
+  for (const auto& [name, pvc] : p.snap.owned.pvcs) {
+    if (kept.contains(name) || is_deleting(*pvc)) continue;
+    const auto member = name.substr(std::min(name.size(), catalog::kDataVolumeName.size() + 1));
+    if (live(p.snap.owned.pods, member)) {
+      p.waiting = true;
+      continue;
+    }
+    if (!claim_of(*pvc, *p.snap.object, p.stack().metadata.uid)) continue;
+    if (retain) {
+      add_retain(p, pvc, "whenScaled");
+    } else {
+      add_delete(p, res::kPersistentVolumeClaims, pvc, "its member was removed");
+    }
+  }
+}
+
+void plan_cleanup(Planning& p) {
+  const auto& owned = p.snap.owned;
+  const auto& uid = p.stack().metadata.uid;
+  const bool retain =
+      p.stack().spec.pvc_retention.when_deleted.value_or("") == catalog::kRetentionRetain;
+  bool remaining = !owned.pods.empty();  // the garbage collector removes them with their set
+  for (const auto& [name, sts] : owned.stateful_sets) {
+    if (!owned_by(*sts, uid)) continue;
+    remaining = true;
+    add_delete(p, res::kStatefulSets, sts, "the Stack is being deleted");
+  }
+  for (const auto& [name, svc] : owned.services) {
+    if (!owned_by(*svc, uid)) continue;
+    remaining = true;
+    add_delete(p, res::kServices, svc, "the Stack is being deleted");
+  }
+  for (const auto& [name, pvc] : owned.pvcs) {
+    if (!claim_of(*pvc, *p.snap.object, uid)) continue;
+    if (retain) {
+      add_retain(p, pvc, "whenDeleted");
+      continue;
+    }
+    remaining = true;
+    add_delete(p, res::kPersistentVolumeClaims, pvc, "the Stack is being deleted");
+  }
+  p.out.remove_finalizer = !remaining;
+  p.out.result = remaining ? informer::WorkResult::requeue_after(p.snap.poll_interval)
+                           : informer::WorkResult::success();
+}
+
+}  // namespace kstack::reconciler::detail

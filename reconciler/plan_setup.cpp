@@ -1,0 +1,308 @@
+// plan(): the setup stage of a member (docs/spec.md §5) — configmeta and env written into the
+// container, the package installed, `startscript --configure` started and its result picked up
+// by later passes — then --addnodes/--delnodes notifications for the others. Each setup step
+// is one short exec the plan asks for (Plan::setup_steps); the pass runs it and plans again
+// with its outcome, so a pass never waits for a script.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "catalog/defaults.h"
+#include "reconciler/configmeta.h"
+#include "reconciler/plan_internal.h"
+
+namespace kstack::reconciler::detail {
+using catalog::MemberStatus;
+using executor::SetupOutcome;
+using executor::SetupStep;
+using executor::SetupStepKind;
+
+namespace {
+
+// The end of a script's output, from its first whole character: `tail -c` in the container and
+// the cut here may start inside one, and the API server would store that byte as U+FFFD.
+std::string last_lines(std::string_view text, std::size_t max_bytes) {
+  if (text.size() > max_bytes) text = text.substr(text.size() - max_bytes);
+  std::size_t start = 0;
+  while (start < text.size() && start < 3 &&
+         (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
+    ++start;
+  }
+  return std::string(text.substr(start));
+}
+
+std::string cmd_text(const std::vector<std::string>& args) {
+  return fmt::format("startscript {}", fmt::join(args, " "));
+}
+
+// One member's setup this pass.
+struct MemberSetup {
+  Planning& p;
+  const RolePlan& role;
+  MemberStatus& m;
+  std::string cid;
+  executor::MemberTarget target() const { return {p.snap.ns(), m.pod, cid}; }
+
+  // The outcome of `kind` run this pass, or nullptr after asking the pass to run it.
+  const SetupOutcome* step(SetupStepKind kind) {
+    if (const auto* done = p.found.setup_outcome(m.pod, kind)) return done;
+    SetupStep s;
+    s.kind = kind;
+    s.role = role.id;
+    s.target = target();
+    if (kind == SetupStepKind::kWriteConfig) fill_config(s);
+    if (kind == SetupStepKind::kInstallPackage) {
+      s.package = *role.package;
+      s.package_namespace = p.app->namespace_name;
+    }
+    p.out.setup_steps.push_back(std::move(s));
+    p.waiting = true;
+    return nullptr;
+  }
+
+  void fill_config(SetupStep& s) const {
+    std::vector<ConfigMember> members;
+    for (const auto& r : p.roles) {
+      for (const auto& pm : r.status.members) {
+        members.push_back(ConfigMember{r.id, pm.pod, p.desired->fqdn(pm.pod), pm.node_id});
+      }
+    }
+    ConfigInput in{&p.stack(), &p.app->app, p.config, p.desired->headless_service_name, members};
+    const ConfigMember self{role.id, m.pod, p.desired->fqdn(m.pod), m.node_id};
+    s.configmeta = configmeta_text(in, self);
+    s.env = env_file(in, self);
+  }
+
+  // Configmeta current for this pass's members: true when written (now or before).
+  bool config_written(const SetupOutcome*& failure) {
+    failure = nullptr;
+    auto& d = m.state_detail;
+    if (d.last_config_data_generation == p.st().config_generation) return true;
+    const auto* out = step(SetupStepKind::kWriteConfig);
+    if (out == nullptr) return false;
+    if (out->kind != SetupOutcome::Kind::kDone) {
+      failure = out;
+      return false;
+    }
+    d.last_config_data_generation = p.st().config_generation;
+    return true;
+  }
+
+  void config_error(std::string detail) {
+    m.state = std::string(catalog::kMemberConfigError);
+    m.state_detail.config_error_detail = std::move(detail);
+    p.event("Warning", "ConfigError", "Setup",
+            fmt::format("member {}: {}", m.pod, m.state_detail.config_error_detail));
+  }
+  // A config error ends the setup; anything else is tried again on a later pass.
+  void failed(const SetupOutcome& out) {
+    if (out.kind == SetupOutcome::Kind::kConfigError) return config_error(out.message);
+    p.waiting = true;
+  }
+  void configured(std::string_view how) {
+    m.state = std::string(catalog::kMemberReady);
+    m.state_detail.last_configured_container = cid;
+    p.event("Normal", "Configured", "Setup",
+            fmt::format("member {} (container {}) {}", m.pod, cid, how));
+  }
+
+  void refresh();
+  void set_up();
+  void after_status(const SetupOutcome& out);
+  void install_and_configure();
+};
+
+// Configured: keep configmeta current (membership changed) before notifications go out.
+void MemberSetup::refresh() {
+  if (!p.snap.has_setup_runner) return;
+  const SetupOutcome* failure = nullptr;
+  if (!config_written(failure) && failure != nullptr) p.waiting = true;
+}
+
+void MemberSetup::set_up() {
+  auto& d = m.state_detail;
+  if (d.configuring_container != cid) {
+    d.configuring_container = cid;
+    d.last_config_data_generation.reset();
+    d.config_error_detail.clear();
+    d.start_script_stdout_message.clear();
+    d.start_script_stderr_message.clear();
+  }
+  m.state = std::string(catalog::kMemberCreating);
+  if (!p.snap.has_setup_runner) {
+    return config_error(
+        "this kstack process has no setup runner; cannot run the role's setup package");
+  }
+  const SetupOutcome* failure = nullptr;
+  if (!config_written(failure)) {
+    if (failure != nullptr) failed(*failure);
+    return;
+  }
+  const auto* status = step(SetupStepKind::kReadConfigureStatus);
+  if (status == nullptr) return;
+  if (status->kind != SetupOutcome::Kind::kDone) return failed(*status);
+  after_status(*status);
+}
+
+void MemberSetup::after_status(const SetupOutcome& out) {
+  using State = executor::SetupRunner::ConfigureStatus::State;
+  const auto& status = out.status;
+  if (status.state == State::kDone && status.container_id == cid) {
+    if (status.exit_code == 0) return configured("configured (startscript --configure exited 0)");
+    m.state_detail.start_script_stdout_message = last_lines(status.stdout_tail, 2048);
+    m.state_detail.start_script_stderr_message = last_lines(status.stderr_tail, 2048);
+    return config_error(fmt::format("startscript --configure exited {}", status.exit_code));
+  }
+  if (status.state == State::kDone && status.exit_code == 0) {
+    // An earlier container of this member finished configure and the setup directory
+    // survived (persisted on the member's PVC): the app is configured; do not run it again.
+    return configured(
+        fmt::format("already configured by an earlier container ({}); configure not rerun",
+                    status.container_id));
+  }
+  if (status.state == State::kRunning && status.container_id == cid) {
+    p.waiting = true;  // picked up by a later pass
+    return;
+  }
+  install_and_configure();
+}
+
+void MemberSetup::install_and_configure() {
+  const auto* installed = step(SetupStepKind::kCheckPackage);
+  if (installed == nullptr) return;
+  if (installed->kind != SetupOutcome::Kind::kDone) return failed(*installed);
+  if (!installed->installed) {
+    const auto* done = step(SetupStepKind::kInstallPackage);
+    if (done == nullptr) return;
+    if (done->kind != SetupOutcome::Kind::kDone) return failed(*done);
+  }
+  const auto* app_role = catalog::find_role(p.app->app, role.id);
+  const bool run_configure =
+      app_role != nullptr &&
+      catalog::role_handles_event(p.app->app, *app_role, catalog::kEventConfigure);
+  if (!run_configure) return configured("set up (configure is not in the role's eventList)");
+  const auto* started = step(SetupStepKind::kStartConfigure);
+  if (started == nullptr) return;
+  if (started->kind != SetupOutcome::Kind::kDone) return failed(*started);
+  p.waiting = true;
+}
+
+}  // namespace
+
+void plan_member_setup(Planning& p, const RolePlan& role, MemberStatus& m, const PodView& pod) {
+  if (!pod.exists || pod.unschedulable || !pod.scheduled) {
+    m.state = std::string(catalog::kMemberCreatePending);
+    return;
+  }
+  if (!role.package) {
+    m.state = std::string(pod.running_ready ? catalog::kMemberReady : catalog::kMemberCreating);
+    return;
+  }
+  const auto& d = m.state_detail;
+  const std::string& cid = pod.container_id;
+  if (pod.container_state != "running" || cid.empty() || pod.deleting) {
+    // Nothing to exec into. A config_error stays until the container changes.
+    if (m.state == catalog::kMemberConfigError && d.configuring_container == cid) return;
+    m.state = std::string(catalog::kMemberCreating);
+    return;
+  }
+  MemberSetup setup{p, role, m, cid};
+  if (m.state == catalog::kMemberReady && d.last_configured_container == cid) {
+    return setup.refresh();
+  }
+  if (m.state == catalog::kMemberConfigError && d.configuring_container == cid) return;
+  setup.set_up();
+}
+
+void plan_announce(Planning& p) {
+  // Members that finished setup (ready, or config_error) and were never announced are told to
+  // the members that were, in one --addnodes per role, once no member is still setting up —
+  // so a scale-up of several members is one notification, not one per member.
+  std::map<std::string, std::vector<std::string>> fresh;  // role -> FQDNs
+  std::vector<MemberStatus*> fresh_members;
+  for (auto& role : p.roles) {
+    for (auto& m : role.status.members) {
+      if (m.state == catalog::kMemberCreatePending || m.state == catalog::kMemberCreating) return;
+      if (!m.state_detail.last_setup_generation) {
+        fresh[role.id].push_back(p.desired->fqdn(m.pod));
+        fresh_members.push_back(&m);
+      }
+    }
+  }
+  if (fresh_members.empty()) return;
+  for (auto& role : p.roles) {
+    const auto* app_role = catalog::find_role(p.app->app, role.id);
+    if (!role.package || app_role == nullptr ||
+        !catalog::role_handles_event(p.app->app, *app_role, catalog::kEventAddNodes)) {
+      continue;
+    }
+    for (auto& m : role.status.members) {
+      if (!m.state_detail.last_setup_generation || m.state != catalog::kMemberReady) continue;
+      for (const auto& [role_id, fqdns] : fresh) {
+        m.state_detail.pending_notify_cmds.push_back(
+            catalog::NotifyCmd{{"--addnodes", "--role", role_id, "--fqdns",
+                                fmt::format("{}", fmt::join(fqdns, ","))}});
+      }
+    }
+  }
+  for (auto* m : fresh_members) m->state_detail.last_setup_generation = p.st().config_generation;
+}
+
+namespace {
+
+// The front command of one member's queue: sent, waited for, consumed or given up on.
+void plan_notification(Planning& p, const RolePlan& role, MemberStatus& m) {
+  auto& d = m.state_detail;
+  const executor::MemberTarget target{p.snap.ns(), m.pod, d.last_configured_container};
+  const auto& args = d.pending_notify_cmds.front().arguments;
+  const Notification n{role.id, target, args};
+  auto it = p.snap.notify.find(notify_id(target, args));
+  using S = NotifyOutcome::State;
+  if (it == p.snap.notify.end()) {
+    p.out.sends.push_back(n);
+    p.waiting = true;
+    return;
+  }
+  const auto& outcome = it->second;
+  if (outcome.state == S::kInFlight) {
+    p.waiting = true;
+    return;
+  }
+  if (outcome.state == S::kSucceeded) {
+    p.event("Normal", "Notified", "Notify", fmt::format("member {}: {}", m.pod, cmd_text(args)));
+    d.last_notify_error.clear();
+  } else if (outcome.attempts >= p.snap.notify_max_attempts) {
+    d.last_notify_error = fmt::format("{} failed {} times; last: {}", cmd_text(args),
+                                      outcome.attempts, outcome.error);
+    p.event("Warning", "NotifyFailed", "Notify",
+            fmt::format("member {}: {}", m.pod, d.last_notify_error));
+  } else {
+    if (p.snap.clock >= outcome.retry_at) p.out.sends.push_back(n);
+    p.waiting = true;
+    return;
+  }
+  p.out.delivered.push_back(n);
+  d.pending_notify_cmds.erase(d.pending_notify_cmds.begin());
+  if (!d.pending_notify_cmds.empty()) p.waiting = true;
+}
+
+}  // namespace
+
+void plan_notifications(Planning& p) {
+  const auto generation = p.st().config_generation;
+  for (auto& role : p.roles) {
+    for (auto& m : role.status.members) {
+      const auto& d = m.state_detail;
+      if (d.pending_notify_cmds.empty()) continue;
+      // Only a configured, running member with the current configmeta is notified; the others
+      // keep their queue (a dead member does not hold anyone else up).
+      if (m.state != catalog::kMemberReady || d.last_configured_container.empty() ||
+          d.last_config_data_generation != generation || !p.snap.has_notifier) {
+        continue;
+      }
+      plan_notification(p, role, m);
+    }
+  }
+}
+
+}  // namespace kstack::reconciler::detail

@@ -1,0 +1,222 @@
+// act(): a plan carried out through fake writers — what a failed write does to the result and
+// the status, what goes into the cache, how Events are batched, when notifications are dropped.
+#include "reconciler/act.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "catalog/parse.h"
+#include "reconciler/status.h"
+#include "tests/unit/reconciler/plan_fixture.h"
+#include "tests/unit/support/yaml_value.h"
+
+namespace kstack::reconciler::testing {
+namespace {
+namespace json = boost::json;
+using Kind = informer::WorkResult::Kind;
+
+kube::Error error_of(kube::ErrorKind kind, std::string message) {
+  kube::Error e;
+  e.kind = kind;
+  e.message = std::move(message);
+  return e;
+}
+
+// Records every request; answers with the object sent (plus a resourceVersion), or with the
+// error set for its kind of request.
+struct FakeWriter : executor::ObjectWriter {
+  std::vector<std::string> calls;
+  std::optional<kube::Error> apply_error, status_error, finalizer_error, remove_error;
+  std::optional<json::value> last_status;
+
+  kube::Result<executor::Change> apply(const kube::ResourceType& type, const json::value& desired,
+                                       const json::value* live, json::value* result) override {
+    calls.push_back("apply " + std::string(desired.at("metadata").at("name").as_string()));
+    if (apply_error) return tl::unexpected(*apply_error);
+    if (result != nullptr) {
+      *result = desired;
+      result->at("metadata").as_object()["resourceVersion"] = "900";
+      result->at("metadata").as_object()["namespace"] = "apps";
+    }
+    (void)type;
+    return live == nullptr ? executor::Change::kCreated : executor::Change::kUpdated;
+  }
+  kube::Result<json::value> force_apply(const kube::ResourceType&, const json::value& d) override {
+    calls.push_back("force_apply");
+    return d;
+  }
+  kube::Result<executor::Change> remove(const kube::ResourceType&, std::string_view,
+                                        std::string_view name, std::string_view,
+                                        std::string_view) override {
+    calls.push_back("remove " + std::string(name));
+    if (remove_error) return tl::unexpected(*remove_error);
+    return executor::Change::kDeleted;
+  }
+  kube::Result<json::value> update_status(const kube::ResourceType&,
+                                          const json::value& object) override {
+    calls.push_back("status");
+    if (status_error) return tl::unexpected(*status_error);
+    last_status = object.at("status");
+    return object;
+  }
+  kube::Result<json::value> set_finalizers(const kube::ResourceType&, std::string_view,
+                                           std::string_view, std::string_view,
+                                           const std::vector<std::string>& f) override {
+    calls.push_back(f.empty() ? "finalizers -" : "finalizers +");
+    if (finalizer_error) return tl::unexpected(*finalizer_error);
+    json::value stored = kstack::testing::yaml(
+        "{apiVersion: kstack.io/v1beta1, kind: Stack, metadata: {name: db, namespace: apps, "
+        "resourceVersion: '101', finalizers: [kstack.io/cleanup]}}");
+    return stored;
+  }
+};
+
+struct FakeEvents : executor::EventSink {
+  std::vector<EventSpec> posted;
+  void event(const json::value&, std::string_view type, std::string_view reason,
+             std::string_view action, std::string_view note) override {
+    posted.push_back(
+        {std::string(type), std::string(reason), std::string(action), std::string(note)});
+  }
+  void events(const json::value&, std::string_view type, std::string_view reason,
+              std::string_view action, const std::vector<std::string>& notes) override {
+    std::string joined;
+    for (const auto& n : notes) joined += (joined.empty() ? "" : "; ") + n;
+    event({}, type, reason, action, joined);
+  }
+};
+
+struct FakeNotify : NotifyQueue {
+  std::vector<std::string> sent, forgotten;
+  void send(const std::string&, const executor::MemberTarget& m,
+            const std::vector<std::string>&) override {
+    sent.push_back(m.pod);
+  }
+  void forget(const executor::MemberTarget& m, const std::vector<std::string>&) override {
+    forgotten.push_back(m.pod);
+  }
+};
+
+struct ActTest : ::testing::Test {
+  FakeWriter writer;
+  FakeEvents events;
+  FakeNotify notify;
+  informer::Store stacks, sets, services, pvcs, pods;
+  Actuators actuators{writer, events, &notify, &stacks, {&sets, &services, &pvcs, &pods}};
+
+  informer::WorkResult run(const World& w, const Plan& p) {
+    return act(w.snapshot(), p, actuators);
+  }
+};
+
+World new_stack() {
+  World w(2);
+  w.sets.clear();
+  w.services.clear();
+  w.pods.clear();
+  w.pvcs.clear();
+  return w;
+}
+
+TEST_F(ActTest, AFailedApplyDegradesTheStackWithApplyFailedAndEndsTerminal) {
+  auto w = new_stack();
+  writer.apply_error = error_of(kube::ErrorKind::kInvalid, "spec.x: bad");
+  const auto result = run(w, pass(w));
+  EXPECT_EQ(result.kind, Kind::kTerminalError);
+  ASSERT_TRUE(writer.last_status.has_value());
+  catalog::FieldErrors ignored;
+  const auto status = catalog::decode_stack_status(*writer.last_status, ignored);
+  const auto* degraded = find_condition(status.conditions, "Degraded");
+  ASSERT_NE(degraded, nullptr);
+  EXPECT_EQ(degraded->status, "True");
+  EXPECT_EQ(degraded->reason, "ApplyFailed");
+  EXPECT_NE(degraded->message.find("apply Service apps/db"), std::string::npos)
+      << degraded->message;
+  EXPECT_EQ(events.posted.front().reason, "ApplyFailed");
+  EXPECT_EQ(events.posted.front().type, "Warning");
+}
+
+TEST_F(ActTest, AConflictOnApplyIsRetriedWithoutDegradingTheStack) {
+  auto w = new_stack();
+  writer.apply_error = error_of(kube::ErrorKind::kConflict, "stale");
+  EXPECT_EQ(run(w, pass(w)).kind, Kind::kError);
+  catalog::FieldErrors ignored;
+  const auto status = catalog::decode_stack_status(*writer.last_status, ignored);
+  EXPECT_EQ(find_condition(status.conditions, "Degraded")->status, "False");
+  for (const auto& e : events.posted) EXPECT_NE(e.reason, "ApplyFailed");
+}
+
+TEST_F(ActTest, TheServersAnswersAreKeptInTheCachesAndCreationsAreOneBatchedEvent) {
+  auto w = new_stack();
+  EXPECT_EQ(run(w, pass(w)).kind, Kind::kRequeueAfter);
+  ASSERT_NE(services.get("apps/db-server-1"), nullptr);
+  EXPECT_EQ(sets.get("apps/" + set_of("server"))->at("metadata").at("resourceVersion"), "900");
+  ASSERT_NE(stacks.get("apps/db"), nullptr) << "the written status is cached";
+  int created = 0;
+  for (const auto& e : events.posted) created += e.reason == "Created" ? 1 : 0;
+  EXPECT_EQ(created, 1);
+}
+
+TEST_F(ActTest, AFailedFinalizerWriteEndsThePassBeforeAnyOtherWrite) {
+  World w(1);
+  w.stack.at("metadata").as_object()["finalizers"] = json::array{};
+  writer.finalizer_error = error_of(kube::ErrorKind::kConflict, "stale");
+  EXPECT_EQ(run(w, pass(w)).kind, Kind::kError);
+  EXPECT_EQ(writer.calls, std::vector<std::string>{"finalizers +"});
+}
+
+TEST_F(ActTest, DeliveredNotificationsAreForgottenOnlyOnceTheStatusIsWritten) {
+  World w(1);
+  Plan p = pass(w);
+  p.write_status = true;
+  p.delivered.push_back({"server", {"apps", "db-server-0", "c"}, {"--addnodes"}});
+  writer.status_error = error_of(kube::ErrorKind::kConflict, "stale");
+  EXPECT_EQ(run(w, p).kind, Kind::kError);
+  EXPECT_TRUE(notify.forgotten.empty());
+  writer.status_error.reset();
+  run(w, p);
+  EXPECT_EQ(notify.forgotten, std::vector<std::string>{"db-server-0"});
+}
+
+TEST_F(ActTest, AnUnchangedStatusIsNotWritten) {
+  World w(2);
+  w.settle();
+  EXPECT_EQ(run(w, pass(w)).kind, Kind::kSuccess);
+  EXPECT_TRUE(writer.calls.empty());
+  EXPECT_TRUE(events.posted.empty());
+}
+
+TEST_F(ActTest, AStatusWriteForAStackThatIsGoneEndsThePass) {
+  auto w = new_stack();
+  writer.status_error = error_of(kube::ErrorKind::kNotFound, "gone");
+  EXPECT_EQ(run(w, pass(w)).kind, Kind::kSuccess);
+}
+
+TEST_F(ActTest, CleanupRemovesTheFinalizerOnlyWhenEveryDeleteSucceeded) {
+  World w(1);
+  w.settle();
+  w.mark_deleted();
+  w.sets.clear();
+  w.pods.clear();
+  w.pvcs.clear();
+  // Only Services remain: the plan deletes them and waits; with none left it lets go.
+  writer.remove_error = error_of(kube::ErrorKind::kForbidden, "no");
+  EXPECT_EQ(run(w, pass(w)).kind, Kind::kTerminalError);
+  w.services.clear();
+  writer.remove_error.reset();
+  EXPECT_EQ(run(w, pass(w)).kind, Kind::kSuccess);
+  EXPECT_EQ(writer.calls.back(), "finalizers -");
+}
+
+TEST_F(ActTest, PlannedSendsReachTheNotifierAndPlannedEventsAreAllPosted) {
+  World w(1);
+  Plan p = pass(w);
+  p.sends.push_back({"server", {"apps", "db-server-0", "c"}, {"--addnodes"}});
+  p.events.push_back({"Normal", "Scaling", "Scale", "role server: x leaving"});
+  run(w, p);
+  EXPECT_EQ(notify.sent, std::vector<std::string>{"db-server-0"});
+  EXPECT_EQ(events.posted.back().reason, "Scaling");
+}
+
+}  // namespace
+}  // namespace kstack::reconciler::testing
