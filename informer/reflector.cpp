@@ -71,7 +71,7 @@ bool Reflector::list(const kube::CancelToken& cancel) {
       v && v->is_string()) {
     rv = std::string(v->get_string());
   }
-  auto deltas = store_.replace(std::move(objects));
+  auto deltas = store_.replace(std::move(objects), rv);
   set_resource_version(std::move(rv));
   store_.mark_synced();
   for (const auto& d : deltas) {
@@ -114,6 +114,7 @@ kube::Result<void> Reflector::watch(const kube::CancelToken& cancel) {
         std::string rv(resource_version(ev.object));
         switch (ev.type) {
           case kube::WatchEvent::Type::kBookmark:
+            store_.observe_resource_version(rv);
             break;
           case kube::WatchEvent::Type::kAdded:
           case kube::WatchEvent::Type::kModified: {
@@ -128,7 +129,7 @@ kube::Result<void> Reflector::watch(const kube::CancelToken& cancel) {
           }
           case kube::WatchEvent::Type::kDeleted: {
             auto obj = ingest(std::move(ev.object));
-            store_.erase(object_key(*obj));
+            store_.erase(object_key(*obj), rv);
             sink_.on_delete(obj, false);
             break;
           }

@@ -164,12 +164,15 @@ std::vector<std::string> Reconciler::stacks_for_apptype(const json::value& appty
 std::vector<std::string> Reconciler::all_stacks() const { return caches_.stacks->keys(); }
 
 void Reconciler::remember(informer::Store* store, json::value object) {
-  // What the server answered is newer than the cache: keep it there so that a pass running
-  // before the watch event arrives does not act on the old object again.
-  if (auto* md = object.as_object().if_contains("metadata"); md && md->is_object()) {
-    md->as_object().erase("managedFields");
+  // What the server answered may be newer than the cache: keep it there (ordered against the
+  // watch, informer/store.h) so that a pass running before the watch event arrives does not
+  // act on the old object again.
+  auto* o = object.if_object();
+  if (o == nullptr) return;  // not an object: nothing a cache could hold
+  if (auto* md = o->if_contains("metadata"); md && md->is_object()) {
+    md->get_object().erase("managedFields");
   }
-  store->upsert(std::make_shared<const json::value>(std::move(object)));
+  store->upsert_write_answer(std::make_shared<const json::value>(std::move(object)));
 }
 
 bool Reconciler::apply(Pass& pass, const kube::ResourceType& type, const json::value& desired,
