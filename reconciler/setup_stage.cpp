@@ -55,6 +55,15 @@ kube::Result<std::string> base64_decode(std::string_view text, std::string_view 
   return out;
 }
 
+// package_payload's errors: those it made itself (no HTTP answer, kInvalid) say the package
+// reference is wrong; what the API server answered is classified as any setup step's is.
+executor::SetupError payload_error(kube::Error e) {
+  if (e.http_status == 0 && e.is(kube::ErrorKind::kInvalid)) {
+    return {executor::SetupErrorKind::kConfig, std::move(e.message), std::nullopt};
+  }
+  return executor::classify(std::move(e));
+}
+
 }  // namespace
 
 kube::Result<std::string> Reconciler::package_payload(const SetupContext& ctx,
@@ -126,7 +135,7 @@ void Reconciler::member_setup(SetupContext& ctx, const RolePlan& plan, MemberSta
   executor::MemberTarget target{pass.ns(), m.pod, cid};
   auto* runner = setup_.runner;
   const auto generation = pass.status.config_generation;
-  auto write_config = [&]() -> kube::Result<void> {
+  auto write_config = [&]() -> executor::SetupResult<void> {
     if (d.last_config_data_generation == generation) return {};
     std::vector<ConfigMember> members;
     for (const auto& p : ctx.plans) {
@@ -173,13 +182,14 @@ void Reconciler::member_setup(SetupContext& ctx, const RolePlan& plan, MemberSta
     executor_.event(*pass.object, "Warning", "ConfigError", "Setup",
                     fmt::format("member {}: {}", m.pod, d.config_error_detail));
   };
-  // kInvalid: the setup is wrong (config_error); anything else: try again on a later pass.
-  auto failed = [&](const kube::Error& e, std::string_view step) {
-    if (e.kind == kube::ErrorKind::kInvalid) {
+  // A wrong setup: config_error; anything else (a changed container, transport, timeout, an
+  // API error such as a 422 from the server): try again on a later pass.
+  auto failed = [&](const executor::SetupError& e, std::string_view step) {
+    if (e.is(executor::SetupErrorKind::kConfig)) {
       config_error(fmt::format("{}: {}", step, e.message));
     } else {
       spdlog::info("stack {}/{}: member {}: {}: {}", pass.ns(), pass.stack.metadata.name, m.pod,
-                   step, e.message);
+                   step, e.to_string());
       pass.waiting = true;
     }
   };
@@ -228,7 +238,7 @@ void Reconciler::member_setup(SetupContext& ctx, const RolePlan& plan, MemberSta
     const bool from_configmap = plan.package->package_url.starts_with("configmap://");
     if (from_configmap) {
       auto p = package_payload(ctx, *plan.package);
-      if (!p) return failed(p.error(), "read the setup package");
+      if (!p) return failed(payload_error(p.error()), "read the setup package");
       payload = std::move(*p);
     }
     auto done = runner->install_package(target, *plan.package, from_configmap ? &payload : nullptr);
