@@ -43,6 +43,18 @@ std::optional<std::uint64_t> resource_version_number(std::string_view rv) {
   return n;
 }
 
+std::string_view to_string(WriteAnswer answer) {
+  switch (answer) {
+    case WriteAnswer::kApplied:
+      return "applied";
+    case WriteAnswer::kStale:
+      return "stale";
+    case WriteAnswer::kUnordered:
+      return "unordered";
+  }
+  return "unknown";
+}
+
 std::string object_key(std::string_view ns, std::string_view name) {
   if (ns.empty()) return std::string(name);
   std::string key;

@@ -61,6 +61,7 @@ enum class WriteAnswer {
   kStale,      // the watch already delivered this version, a newer one or the deletion
   kUnordered,  // the answer's resourceVersion is not a number: left for the watch to deliver
 };
+std::string_view to_string(WriteAnswer answer);
 
 // Changes come from the watch (upsert, erase, replace, observe_resource_version: the
 // reflector's calls, authoritative) or from a write's answer (upsert_write_answer), which is

@@ -16,6 +16,10 @@
 #include "tests/testenv/tcp_proxy.h"
 
 namespace kstack::informer {
+// For GoogleTest's messages (found by argument-dependent lookup, so not in the anonymous
+// namespace).
+inline void PrintTo(WriteAnswer answer, std::ostream* out) { *out << to_string(answer); }
+
 namespace {
 
 using kube::testing::admin;

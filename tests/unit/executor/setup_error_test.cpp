@@ -20,6 +20,10 @@
 #include "validator/certs.h"
 
 namespace kstack::executor {
+// For GoogleTest's messages (found by argument-dependent lookup, so not in the anonymous
+// namespace).
+inline void PrintTo(SetupErrorKind kind, std::ostream* out) { *out << to_string(kind); }
+
 namespace {
 
 kube::Error server_error(kube::ErrorKind kind, int status, std::string reason) {

@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 
 namespace kstack::informer {
+// For GoogleTest's messages (found by argument-dependent lookup, so not in the anonymous
+// namespace).
+inline void PrintTo(WriteAnswer answer, std::ostream* out) { *out << to_string(answer); }
+
 namespace {
 namespace json = boost::json;
 
@@ -239,7 +243,9 @@ TEST(StoreWriteAnswer, AppliedForARecreatedObjectSurvivesTheOlderDeletion) {
   // Deleted at 6 and created again at 8; the create's answer arrives before the watch's DELETE.
   ASSERT_EQ(s.upsert_write_answer(obj("ns", "a", "8")), WriteAnswer::kApplied);
   EXPECT_EQ(s.erase("ns/a", "6"), nullptr);
-  EXPECT_EQ(resource_version(*s.get("ns/a")), "8");
+  const auto cached = s.get("ns/a");
+  ASSERT_NE(cached, nullptr);
+  EXPECT_EQ(resource_version(*cached), "8");
   s.erase("ns/a", "9");
   EXPECT_EQ(s.get("ns/a"), nullptr);
 }
