@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <csignal>
 #include <charconv>
+#include <csignal>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
@@ -194,6 +194,70 @@ std::string replace_body(const Head& head, const std::string& body) {
   return out + body;
 }
 
+// Reads one request from `client` and sends it on to `server`; nullopt if either side ended.
+std::optional<RewritingProxy::Request> forward_request(Conn& client, Conn& server) {
+  auto raw_request = client.read_until("\r\n\r\n");
+  if (!raw_request) return std::nullopt;
+  const Head request = parse_head(std::move(*raw_request));
+  std::string body;
+  if (request.content_length) {
+    auto b = client.read_n(*request.content_length);
+    if (!b) return std::nullopt;
+    body = std::move(*b);
+  }
+  if (!server.write(request.raw) || !server.write(body)) return std::nullopt;
+  const auto sp1 = request.start_line.find(' ');
+  const auto sp2 = request.start_line.rfind(' ');
+  return RewritingProxy::Request{request.start_line.substr(0, sp1),
+                                 request.start_line.substr(sp1 + 1, sp2 - sp1 - 1)};
+}
+
+// A response read whole: its head, its body as sent (`raw`) and decoded (`body`).
+struct Response {
+  Head head;
+  int status = 0;
+  std::string raw;
+  std::string body;
+};
+
+std::optional<Response> read_response(Conn& server) {
+  auto raw_head = server.read_until("\r\n\r\n");
+  if (!raw_head) return std::nullopt;
+  Response r{parse_head(std::move(*raw_head)), 0, {}, {}};
+  if (r.head.chunked) {
+    if (!read_chunked(server, r.raw, r.body)) return std::nullopt;
+  } else if (r.head.content_length) {
+    auto b = server.read_n(*r.head.content_length);
+    if (!b) return std::nullopt;
+    r.raw = r.body = std::move(*b);
+  } else {
+    r.raw = r.body = server.read_to_end();
+  }
+  const std::string& line = r.head.start_line;
+  const auto sp = line.find(' ');
+  if (sp != std::string::npos)
+    std::from_chars(line.data() + sp + 1, line.data() + line.size(), r.status);
+  return r;
+}
+
+// One request and its response (a watch: the whole stream); false once the connection is done.
+bool exchange(Conn& client, Conn& server, const std::atomic<bool>& stopping,
+              const RewritingProxy::Rewrite& rewrite) {
+  const auto request = forward_request(client, server);
+  if (!request) return false;
+  if (request->target.find("watch=true") != std::string::npos ||
+      request->target.find("watch=1") != std::string::npos) {
+    relay(server, client, stopping);
+    return false;
+  }
+  const auto response = read_response(server);
+  if (!response) return false;
+  const auto replaced = rewrite(*request, response->status, response->body);
+  const bool sent = replaced ? client.write(replace_body(response->head, *replaced))
+                             : client.write(response->head.raw) && client.write(response->raw);
+  return sent && !response->head.connection_close;
+}
+
 }  // namespace
 
 struct RewritingProxy::Tls {
@@ -299,48 +363,10 @@ void RewritingProxy::serve(int client_fd) {
         SSL_accept(client.ssl()) == 1 &&
         ::connect(server_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
         SSL_connect(server.ssl()) == 1;
-    while (connected && !stopping_) {
-      auto raw_request = client.read_until("\r\n\r\n");
-      if (!raw_request) break;
-      const Head request = parse_head(std::move(*raw_request));
-      std::string request_body;
-      if (request.content_length) {
-        auto b = client.read_n(*request.content_length);
-        if (!b) break;
-        request_body = std::move(*b);
-      }
-      if (!server.write(request.raw) || !server.write(request_body)) break;
-      const auto sp1 = request.start_line.find(' ');
-      const auto sp2 = request.start_line.rfind(' ');
-      const Request req{request.start_line.substr(0, sp1),
-                        request.start_line.substr(sp1 + 1, sp2 - sp1 - 1)};
-      if (req.target.find("watch=true") != std::string::npos ||
-          req.target.find("watch=1") != std::string::npos) {
-        relay(server, client, stopping_);
-        break;
-      }
-      auto raw_response = server.read_until("\r\n\r\n");
-      if (!raw_response) break;
-      const Head response = parse_head(std::move(*raw_response));
-      std::string raw_body;
-      std::string body;
-      if (response.chunked) {
-        if (!read_chunked(server, raw_body, body)) break;
-      } else if (response.content_length) {
-        auto b = server.read_n(*response.content_length);
-        if (!b) break;
-        raw_body = body = std::move(*b);
-      } else {
-        raw_body = body = server.read_to_end();
-      }
-      const auto sp = response.start_line.find(' ');
-      int status = 0;
-      std::from_chars(response.start_line.data() + sp + 1,
-                      response.start_line.data() + response.start_line.size(), status);
-      auto replaced = rewrite(req, status, body);
-      const bool sent = replaced ? client.write(replace_body(response, *replaced))
-                                 : client.write(response.raw) && client.write(raw_body);
-      if (!sent || response.connection_close) break;
+    const auto rewrite_answer = [this](const Request& r, int status, const std::string& body) {
+      return rewrite(r, status, body);
+    };
+    while (connected && !stopping_ && exchange(client, server, stopping_, rewrite_answer)) {
     }
     SSL_shutdown(client.ssl());
   }
