@@ -35,8 +35,9 @@ int cluster_info(const ClusterInfoOptions& options) {
   }
   boost::system::error_code ec;
   auto v = boost::json::parse(version->body, ec);
-  if (!ec && v.is_object() && v.as_object().contains("gitVersion")) {
-    fmt::print("version: {}\n", boost::json::value_to<std::string>(v.at("gitVersion")));
+  const auto* git = !ec && v.is_object() ? v.get_object().if_contains("gitVersion") : nullptr;
+  if (git != nullptr && git->is_string()) {
+    fmt::print("version: {}\n", std::string_view(git->get_string()));
   }
   auto ready = (*client)->raw("GET", "/readyz?verbose");
   if (!ready) {

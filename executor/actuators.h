@@ -87,7 +87,7 @@ class SetupSteps {
 };
 
 // What a failed setup request means for the member (the one place that maps setup errors).
-SetupOutcome::Kind classify_setup_error(const kube::Error& error);
+SetupOutcome::Kind classify_setup_error(const SetupError& error);
 
 // The real steps: SetupRunner's execs, and a configmap:// package read from the API server.
 class SetupStepRunner : public SetupSteps {

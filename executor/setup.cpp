@@ -1,9 +1,9 @@
 // SetupRunner (setup.h): each step is one `sh -c '<constant script>' kstack-setup <args...>`
-// exec. The scripts report what went wrong through the exit codes below, which map to kInvalid
-// (the setup is wrong) or a transient error; output that must be parsed is framed with byte
-// counts. Stdin is always bounded by a count given as an argument (`head -c N`): kubelets
-// before 1.30 never deliver end of file on stdin. Every script also writes its exit code as the
-// last line of its stderr, for channel.k8s.io, which says only "non-zero" (kube/exec.h).
+// exec. The scripts report what went wrong through the exit codes below, which map to
+// SetupErrorKind::kConfig (the setup is wrong) or a transient error; output that must be parsed is
+// framed with byte counts. Stdin is always bounded by a count given as an argument (`head -c N`):
+// kubelets before 1.30 never deliver end of file on stdin. Every script also writes its exit code
+// as the last line of its stderr, for channel.k8s.io, which says only "non-zero" (kube/exec.h).
 #include "executor/setup.h"
 
 #include <algorithm>
@@ -224,23 +224,23 @@ std::string sha256_hex(std::string_view data) {
   return hex;
 }
 
-// The expected digest, lower-case; kInvalid unless 64 hex digits.
-kube::Result<std::string> expected_sha256(const catalog::SetupPackage& package) {
+// The expected digest, lower-case; a config error unless 64 hex digits.
+SetupResult<std::string> expected_sha256(const catalog::SetupPackage& package) {
   if (!package.sha256) return std::string();
   std::string hex = *package.sha256;
   std::transform(hex.begin(), hex.end(), hex.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (hex.size() != 64 ||
       !std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(c) != 0; })) {
-    return kube::make_error(kube::ErrorKind::kInvalid,
-                            fmt::format("sha256 for {} is not 64 hex digits: \"{}\"",
-                                        package.package_url, *package.sha256));
+    return setup_error(SetupErrorKind::kConfig,
+                       fmt::format("sha256 for {} is not 64 hex digits: \"{}\"",
+                                   package.package_url, *package.sha256));
   }
   return hex;
 }
 
-tl::unexpected<kube::Error> invalid(std::string message) {
-  return kube::make_error(kube::ErrorKind::kInvalid, std::move(message));
+tl::unexpected<SetupError> invalid(std::string message) {
+  return setup_error(SetupErrorKind::kConfig, std::move(message));
 }
 
 // curl -f: 22 = HTTP error >= 400, 60/77 = certificate problems; wget: 8 = server error
@@ -268,10 +268,10 @@ struct Step {
 };
 
 // One exec of `step` (stdin: `pieces`, in order). Exec errors come back with the step and
-// member named; kConflict (another container) as kube::exec reports it.
-kube::Result<kube::ExecResult> run_step(kube::Client& client, const MemberTarget& member,
-                                        const Step& step,
-                                        const std::vector<std::string_view>& pieces = {}) {
+// member named, classified (a changed container is kContainerChanged).
+SetupResult<kube::ExecResult> run_step(kube::Client& client, const MemberTarget& member,
+                                       const Step& step,
+                                       const std::vector<std::string_view>& pieces = {}) {
   std::vector<std::string> argv = {"sh", "-c", reporting_exit(step.script), "kstack-setup"};
   argv.insert(argv.end(), step.args.begin(), step.args.end());
   kube::ExecOptions o;
@@ -290,7 +290,7 @@ kube::Result<kube::ExecResult> run_step(kube::Client& client, const MemberTarget
                ? kube::exec(client, member.namespace_name, member.pod, argv, {}, o)
                : kube::exec_streaming(client, member.namespace_name, member.pod, argv, source, o);
   if (!r) {
-    auto e = r.error();
+    auto e = classify(std::move(r.error()));
     e.message =
         fmt::format("{} in pod {}/{}: {}", step.name, member.namespace_name, member.pod, e.message);
     return tl::unexpected(std::move(e));
@@ -308,23 +308,23 @@ kube::Result<kube::ExecResult> run_step(kube::Client& client, const MemberTarget
     return invalid(fmt::format("{} failed in pod {}/{}: {}", step.name, member.namespace_name,
                                member.pod, r->status_message));
   }
-  return r;
+  return std::move(*r);
 }
 
-tl::unexpected<kube::Error> unexpected_exit(const Step& step, const kube::ExecResult& r) {
+tl::unexpected<SetupError> unexpected_exit(const Step& step, const kube::ExecResult& r) {
   return invalid(fmt::format("{} exited {}: {}", step.name, r.exit_code, trimmed(r.stderr_data)));
 }
 
-tl::unexpected<kube::Error> malformed(const Step& step) {
-  return kube::make_error(kube::ErrorKind::kInternal,
-                          fmt::format("{}: malformed output from the container", step.name));
+tl::unexpected<SetupError> malformed(const Step& step) {
+  return setup_error(SetupErrorKind::kTransport,
+                     fmt::format("{}: malformed output from the container", step.name));
 }
 
 }  // namespace
 
-kube::Result<void> SetupRunner::write_config(const MemberTarget& member,
-                                             std::string_view configmeta_json,
-                                             std::string_view env) {
+SetupResult<void> SetupRunner::write_config(const MemberTarget& member,
+                                            std::string_view configmeta_json,
+                                            std::string_view env) {
   Step step{"write_config",
             std::string(kWriteConfigScript),
             {std::string(kConfigDir), std::string(kConfigMetaPath), std::string(kEnvPath),
@@ -340,8 +340,8 @@ kube::Result<void> SetupRunner::write_config(const MemberTarget& member,
     case 0:
       return {};
     case kShortInput:
-      return kube::make_error(kube::ErrorKind::kTransport,
-                              fmt::format("write_config: {}", trimmed(r->stderr_data)));
+      return setup_error(SetupErrorKind::kTransport,
+                         fmt::format("write_config: {}", trimmed(r->stderr_data)));
     case kWriteFailed:
       return invalid(
           fmt::format("cannot write {} in the container: {}", kConfigDir, trimmed(r->stderr_data)));
@@ -350,7 +350,7 @@ kube::Result<void> SetupRunner::write_config(const MemberTarget& member,
   }
 }
 
-kube::Result<bool> SetupRunner::package_installed(const MemberTarget& member) {
+SetupResult<bool> SetupRunner::package_installed(const MemberTarget& member) {
   Step step{"package_installed",
             std::string(kInstalledScript),
             {std::string(kStartScript)},
@@ -363,9 +363,9 @@ kube::Result<bool> SetupRunner::package_installed(const MemberTarget& member) {
   return unexpected_exit(step, *r);
 }
 
-kube::Result<void> SetupRunner::install_package(const MemberTarget& member,
-                                                const catalog::SetupPackage& package,
-                                                const std::string* payload) {
+SetupResult<void> SetupRunner::install_package(const MemberTarget& member,
+                                               const catalog::SetupPackage& package,
+                                               const std::string* payload) {
   const std::string& url = package.package_url;
   auto sum = expected_sha256(package);
   if (!sum) return tl::unexpected(sum.error());
@@ -384,8 +384,8 @@ kube::Result<void> SetupRunner::install_package(const MemberTarget& member,
     step.timeout = options_.fetch_timeout + options_.exec_timeout;
   } else if (url.starts_with("configmap://")) {
     if (payload == nullptr) {
-      return kube::make_error(kube::ErrorKind::kInvalidArgument,
-                              fmt::format("install_package: no payload for {}", url));
+      return setup_error(SetupErrorKind::kConfig,
+                         fmt::format("install_package: no payload for {}", url));
     }
     if (payload->size() > options_.max_package_bytes) {
       return invalid(fmt::format("package {} is {} bytes, more than the {} allowed", url,
@@ -426,7 +426,7 @@ kube::Result<void> SetupRunner::install_package(const MemberTarget& member,
       const std::string how = trimmed(r->stdout_data);
       auto message = fmt::format("fetching {} in the container failed ({}): {}", url, how, err);
       if (fetch_failure_is_permanent(how)) return invalid(std::move(message));
-      return kube::make_error(kube::ErrorKind::kTransport, std::move(message));
+      return setup_error(SetupErrorKind::kTransport, std::move(message));
     }
     case kUnpackFailed:
       return invalid(fmt::format("unpacking {} failed: {}", url, err));
@@ -439,7 +439,7 @@ kube::Result<void> SetupRunner::install_package(const MemberTarget& member,
   }
 }
 
-kube::Result<void> SetupRunner::start_configure(const MemberTarget& member) {
+SetupResult<void> SetupRunner::start_configure(const MemberTarget& member) {
   Step step{"start_configure",
             std::string(kStartConfigureScript),
             {std::string(kSetupDir), member.container_id, std::string(kConfigureScript)},
@@ -461,7 +461,7 @@ kube::Result<void> SetupRunner::start_configure(const MemberTarget& member) {
   }
 }
 
-kube::Result<SetupRunner::ConfigureStatus> SetupRunner::configure_status(
+SetupResult<SetupRunner::ConfigureStatus> SetupRunner::configure_status(
     const MemberTarget& member) {
   Step step{"configure_status",
             with_emit(kStatusScript),
@@ -517,7 +517,7 @@ kube::Result<SetupRunner::ConfigureStatus> SetupRunner::configure_status(
   return out;
 }
 
-kube::Result<SetupRunner::RunResult> SetupRunner::run_startscript(
+SetupResult<SetupRunner::RunResult> SetupRunner::run_startscript(
     const MemberTarget& member, const std::vector<std::string>& arguments) {
   Step step{"run_startscript",
             with_emit(kRunScript),

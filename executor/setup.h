@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "catalog/model.h"
+#include "executor/setup_error.h"
 #include "kube/client.h"
 
 namespace kstack::executor {
@@ -44,31 +45,32 @@ struct MemberTarget {
   std::string container_id;
 };
 
-// Failures are kube::Error. kind == kInvalid means the *setup* is wrong (no curl/wget for an
-// http package, sha256 mismatch, no startscript in the package, tar failed): the member goes
-// to config_error with `message`. kind == kConflict means the container changed under us
-// (restart): start over with the new one. Anything else is transient (retry).
+// Failures are SetupError (executor/setup_error.h). kConfig means the *setup* is wrong (no
+// curl/wget for an http package, sha256 mismatch, no startscript in the package, tar failed):
+// the member goes to config_error with `message`. kContainerChanged means the container
+// changed under us (restart): start over with the new one. The rest (transport, timeout, an
+// API error) is transient: retry.
 class SetupRunner {
  public:
   explicit SetupRunner(std::shared_ptr<kube::Client> client, SetupOptions options = {});
 
   // Writes configmeta.json and env atomically (temp file + rename), dir 0700, files 0600.
-  kube::Result<void> write_config(const MemberTarget& member, std::string_view configmeta_json,
-                                  std::string_view env);
+  SetupResult<void> write_config(const MemberTarget& member, std::string_view configmeta_json,
+                                 std::string_view env);
 
   // True when /opt/kstack/setup/startscript exists and is executable.
-  kube::Result<bool> package_installed(const MemberTarget& member);
+  SetupResult<bool> package_installed(const MemberTarget& member);
 
   // Unpacks the package into /opt/kstack/setup: file:// (a tar.gz inside the image),
   // http(s):// (fetched in the container with curl, else wget), configmap:// (`payload` holds
   // the bytes the operator read from the ConfigMap; streamed over stdin). With `sha256` the
   // bytes are verified before unpacking (in the container for file/http, here for configmap).
-  kube::Result<void> install_package(const MemberTarget& member,
-                                     const catalog::SetupPackage& package,
-                                     const std::string* payload = nullptr);
+  SetupResult<void> install_package(const MemberTarget& member,
+                                    const catalog::SetupPackage& package,
+                                    const std::string* payload = nullptr);
 
   // Launches `startscript --configure` detached (setsid/nohup); returns at once.
-  kube::Result<void> start_configure(const MemberTarget& member);
+  SetupResult<void> start_configure(const MemberTarget& member);
 
   struct ConfigureStatus {
     enum class State { kNotStarted, kRunning, kDone } state = State::kNotStarted;
@@ -79,7 +81,7 @@ class SetupRunner {
   };
   // Reads configure.status (and the output tails when done). kRunning = started (a marker
   // written by start_configure) but no status yet.
-  kube::Result<ConfigureStatus> configure_status(const MemberTarget& member);
+  SetupResult<ConfigureStatus> configure_status(const MemberTarget& member);
 
   struct RunResult {
     int exit_code = 0;
@@ -88,8 +90,8 @@ class SetupRunner {
   };
   // Runs `startscript <arguments...>` synchronously (bounded by notify_timeout), e.g.
   // {"--addnodes", "--role", "worker", "--fqdns", "a,b"}.
-  kube::Result<RunResult> run_startscript(const MemberTarget& member,
-                                          const std::vector<std::string>& arguments);
+  SetupResult<RunResult> run_startscript(const MemberTarget& member,
+                                         const std::vector<std::string>& arguments);
 
  private:
   std::shared_ptr<kube::Client> client_;

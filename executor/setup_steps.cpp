@@ -44,9 +44,18 @@ const json::object* object_at(const json::object* obj, std::string_view key) {
   return v != nullptr && v->is_object() ? &v->as_object() : nullptr;
 }
 
-SetupOutcome failed(const kube::Error& error, std::string_view step) {
+SetupOutcome failed(const SetupError& error, std::string_view step) {
   return SetupOutcome{
       classify_setup_error(error), fmt::format("{}: {}", step, error.message), {}, false};
+}
+
+// package_payload's errors: those it made itself (no HTTP answer, kInvalid) say the package
+// reference is wrong; what the API server answered is classified as any setup step's is.
+SetupError payload_error(kube::Error e) {
+  if (e.http_status == 0 && e.is(kube::ErrorKind::kInvalid)) {
+    return {SetupErrorKind::kConfig, std::move(e.message), std::nullopt};
+  }
+  return classify(std::move(e));
 }
 
 }  // namespace
@@ -67,11 +76,11 @@ std::string_view to_string(SetupStepKind kind) {
   return "setup step";
 }
 
-// kInvalid: the setup is wrong (config_error); anything else (kConflict: the container changed
-// under us) is tried again on a later pass.
-SetupOutcome::Kind classify_setup_error(const kube::Error& error) {
-  return error.kind == kube::ErrorKind::kInvalid ? SetupOutcome::Kind::kConfigError
-                                                 : SetupOutcome::Kind::kRetry;
+// A wrong setup: config_error; anything else (a changed container, transport, timeout, an API
+// error such as a 422 from the server) is tried again on a later pass.
+SetupOutcome::Kind classify_setup_error(const SetupError& error) {
+  return error.is(SetupErrorKind::kConfig) ? SetupOutcome::Kind::kConfigError
+                                           : SetupOutcome::Kind::kRetry;
 }
 
 kube::Result<std::string> SetupStepRunner::package_payload(std::string_view ns,
@@ -139,7 +148,7 @@ SetupOutcome SetupStepRunner::run(const SetupStep& step) {
       const bool from_configmap = step.package.package_url.starts_with("configmap://");
       if (from_configmap) {
         auto p = package_payload(step.package_namespace, step.package);
-        if (!p) return failed(p.error(), "read the setup package");
+        if (!p) return failed(payload_error(p.error()), "read the setup package");
         payload = std::move(*p);
       }
       auto done =

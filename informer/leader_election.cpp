@@ -126,6 +126,12 @@ LeaderElector::Attempt LeaderElector::try_acquire_or_renew() {
     return Attempt::kAcquired;
   }
 
+  if (!current->is_object()) {
+    // A 200 that is no object (a broken proxy): nothing to renew; try again next period.
+    spdlog::warn("leader election: get lease {}/{}: the answer is {}, not a Lease object",
+                 options_.lease_namespace, options_.lease_name, json::to_string(current->kind()));
+    return Attempt::kFailed;
+  }
   observe(*current);
   const std::string holder = spec_string(*current, "holderIdentity");
   const bool mine = holder == options_.identity;
@@ -137,9 +143,9 @@ LeaderElector::Attempt LeaderElector::try_acquire_or_renew() {
   }
 
   json::value lease = *current;
-  auto& spec = lease.as_object()["spec"];
+  auto& spec = lease.get_object()["spec"];  // an object: checked above
   if (!spec.is_object()) spec = json::object{};
-  auto& s = spec.as_object();
+  auto& s = spec.get_object();
   if (!mine) {
     s["acquireTime"] = now;
     s["leaseTransitions"] = spec_int(*current, "leaseTransitions") + 1;
@@ -243,7 +249,8 @@ void LeaderElector::release() {
     lease = observed_;
   }
   if (spec_string(lease, "holderIdentity") != options_.identity) return;
-  auto& s = lease.as_object()["spec"].as_object();
+  // spec_string found spec.holderIdentity: the lease and its spec are objects.
+  auto& s = lease.get_object()["spec"].get_object();
   s["holderIdentity"] = "";
   s["leaseDurationSeconds"] = 1;
   s["renewTime"] = micro_time_now();

@@ -3,6 +3,7 @@
 #include <random>
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 namespace kstack::informer {
@@ -30,48 +31,78 @@ void Reflector::set_resource_version(std::string rv) {
 ObjectPtr Reflector::ingest(json::value object) const {
   if (auto* o = object.if_object(); o && options_.drop_managed_fields) {
     if (auto* md = o->if_contains("metadata"); md && md->is_object()) {
-      md->as_object().erase("managedFields");
+      md->get_object().erase("managedFields");
     }
   }
   if (options_.transform) options_.transform(object);
   return std::make_shared<const json::value>(std::move(object));
 }
 
-bool Reflector::list(const kube::CancelToken& cancel) {
+namespace {
+
+// The List's resourceVersion, to watch from. A List without one cannot be resumed from: the
+// watch would start "from any version" and could miss or repeat changes, so it is refused.
+kube::Result<std::string> list_version(const json::object& list, std::string_view plural) {
+  const auto* md = list.if_contains("metadata");
+  const auto* rv =
+      md && md->is_object() ? md->get_object().if_contains("resourceVersion") : nullptr;
+  if (rv == nullptr || !rv->is_string() || rv->get_string().empty()) {
+    return kube::make_error(kube::ErrorKind::kDecode,
+                            fmt::format("LIST {}: metadata.resourceVersion missing", plural));
+  }
+  return std::string(rv->get_string());
+}
+
+}  // namespace
+
+kube::Result<std::vector<ObjectPtr>> Reflector::fetch(std::string& version) const {
   kube::ListOptions lo;
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
   auto result = client_->list_all(options_.type, options_.namespace_name, lo);
-  {
-    std::lock_guard lock(mu_);
-    ++stats_.lists;
-    if (!result) ++stats_.errors;
+  if (!result) return tl::unexpected(std::move(result.error()));
+  // list_all checked the List's shape; checked again here without throwing, as this thread
+  // must survive any answer.
+  auto* list = result->if_object();
+  auto* items = list ? list->if_contains("items") : nullptr;
+  if (items == nullptr || !items->is_array()) {
+    return kube::make_error(kube::ErrorKind::kDecode,
+                            fmt::format("LIST {}: no \"items\" array", options_.type.plural));
   }
-  if (!result) {
-    spdlog::warn("reflector {}: list failed: {}", options_.type.plural, result.error().to_string());
-    return false;
-  }
-  if (cancel.cancelled()) return false;
-  auto& list = result->as_object();
+  auto rv = list_version(*list, options_.type.plural);
+  if (!rv) return tl::unexpected(std::move(rv.error()));
+  version = std::move(*rv);
   // A List's items carry no apiVersion/kind; fill them in so cached objects are complete.
   const std::string api_version = options_.type.api_version();
   std::vector<ObjectPtr> objects;
-  auto& items = list["items"].as_array();
-  objects.reserve(items.size());
-  for (auto& item : items) {
+  objects.reserve(items->get_array().size());
+  for (auto& item : items->get_array()) {
     auto* o = item.if_object();
     if (o == nullptr) continue;  // not an object: nothing a cache could key
     if (!o->contains("apiVersion")) (*o)["apiVersion"] = api_version;
     if (!o->contains("kind")) (*o)["kind"] = options_.type.kind;
     objects.push_back(ingest(std::move(item)));
   }
+  return objects;
+}
+
+bool Reflector::list(const kube::CancelToken& cancel) {
   std::string rv;
-  if (const auto* v = list["metadata"].as_object().if_contains("resourceVersion");
-      v && v->is_string()) {
-    rv = std::string(v->get_string());
+  auto objects = fetch(rv);
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.lists;
+    if (!objects) ++stats_.errors;
+    if (!objects && objects.error().is(kube::ErrorKind::kDecode)) ++stats_.decode_errors;
   }
-  auto deltas = store_.replace(std::move(objects));
+  if (!objects) {
+    spdlog::warn("reflector {}: list failed: {}", options_.type.plural,
+                 objects.error().to_string());
+    return false;
+  }
+  if (cancel.cancelled()) return false;
+  auto deltas = store_.replace(std::move(*objects), rv);
   set_resource_version(std::move(rv));
   store_.mark_synced();
   for (const auto& d : deltas) {
@@ -114,6 +145,7 @@ kube::Result<void> Reflector::watch(const kube::CancelToken& cancel) {
         std::string rv(resource_version(ev.object));
         switch (ev.type) {
           case kube::WatchEvent::Type::kBookmark:
+            store_.observe_resource_version(rv);
             break;
           case kube::WatchEvent::Type::kAdded:
           case kube::WatchEvent::Type::kModified: {
@@ -128,7 +160,7 @@ kube::Result<void> Reflector::watch(const kube::CancelToken& cancel) {
           }
           case kube::WatchEvent::Type::kDeleted: {
             auto obj = ingest(std::move(ev.object));
-            store_.erase(object_key(*obj));
+            store_.erase(object_key(*obj), rv);
             sink_.on_delete(obj, false);
             break;
           }
@@ -160,6 +192,13 @@ void Reflector::run(const kube::CancelToken& cancel) {
       ++stats_.relists_after_gone;
       need_list = true;
       continue;
+    }
+    if (r.error().is(kube::ErrorKind::kDecode)) {
+      // An event that could not be read may have been a change: resuming after it would lose
+      // it, so the cache is rebuilt from a list (after the backoff below).
+      std::lock_guard lock(mu_);
+      ++stats_.decode_errors;
+      need_list = true;
     }
     {
       std::lock_guard lock(mu_);

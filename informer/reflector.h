@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "informer/backoff.h"
 #include "informer/store.h"
@@ -57,6 +58,7 @@ struct ReflectorStats {
   std::uint64_t watches = 0;
   std::uint64_t relists_after_gone = 0;
   std::uint64_t errors = 0;
+  std::uint64_t decode_errors = 0;  // answers that were not what the API promises (kDecode)
 };
 
 class Reflector {
@@ -73,6 +75,8 @@ class Reflector {
 
  private:
   bool list(const kube::CancelToken& cancel);
+  // One complete LIST: its objects, ready to cache, and its resourceVersion in `version`.
+  kube::Result<std::vector<ObjectPtr>> fetch(std::string& version) const;
   kube::Result<void> watch(const kube::CancelToken& cancel);
   ObjectPtr ingest(boost::json::value object) const;
   void set_resource_version(std::string rv);

@@ -1,5 +1,7 @@
 #include "informer/store.h"
 
+#include <algorithm>
+#include <charconv>
 #include <mutex>
 
 #include <boost/json.hpp>
@@ -32,6 +34,26 @@ std::string_view object_namespace(const json::value& object) {
   return md_string(object, "namespace");
 }
 std::string_view object_name(const json::value& object) { return md_string(object, "name"); }
+
+std::optional<std::uint64_t> resource_version_number(std::string_view rv) {
+  std::uint64_t n = 0;
+  if (rv.empty() || rv.front() < '0' || rv.front() > '9') return std::nullopt;  // no sign
+  const auto [end, ec] = std::from_chars(rv.data(), rv.data() + rv.size(), n);
+  if (ec != std::errc{} || end != rv.data() + rv.size()) return std::nullopt;
+  return n;
+}
+
+std::string_view to_string(WriteAnswer answer) {
+  switch (answer) {
+    case WriteAnswer::kApplied:
+      return "applied";
+    case WriteAnswer::kStale:
+      return "stale";
+    case WriteAnswer::kUnordered:
+      return "unordered";
+  }
+  return "unknown";
+}
 
 std::string object_key(std::string_view ns, std::string_view name) {
   if (ns.empty()) return std::string(name);
@@ -112,9 +134,11 @@ void Store::unindex_locked(const std::string& key, const json::value& object) {
   }
 }
 
-ObjectPtr Store::upsert(ObjectPtr object) {
-  std::string key = object_key(*object);
-  std::unique_lock lock(mu_);
+void Store::observe_locked(std::string_view rv) {
+  if (const auto n = resource_version_number(rv)) watch_version_ = std::max(watch_version_, *n);
+}
+
+ObjectPtr Store::upsert_locked(std::string key, ObjectPtr object) {
   auto [it, inserted] = items_.try_emplace(key, object);
   ObjectPtr previous;
   if (!inserted) {
@@ -126,26 +150,80 @@ ObjectPtr Store::upsert(ObjectPtr object) {
   return previous;
 }
 
-ObjectPtr Store::erase(const std::string& key) {
+namespace {
+
+// True if `cached` is a later version than `incoming`. The watch is ordered, so a cached
+// object later than the watch's own event (or than a fresh list) is a write answer the watch
+// has not reached yet: replacing it would roll the object back until the watch catches up.
+bool later(const json::value& cached, const json::value& incoming) {
+  const auto c = resource_version_number(resource_version(cached));
+  const auto i = resource_version_number(resource_version(incoming));
+  return c && i && *c > *i;
+}
+
+}  // namespace
+
+ObjectPtr Store::upsert(ObjectPtr object) {
+  std::string key = object_key(*object);
   std::unique_lock lock(mu_);
+  observe_locked(resource_version(*object));
+  if (auto it = items_.find(key); it != items_.end() && later(*it->second, *object)) {
+    return it->second;
+  }
+  return upsert_locked(std::move(key), std::move(object));
+}
+
+WriteAnswer Store::upsert_write_answer(ObjectPtr object) {
+  const auto version = resource_version_number(resource_version(*object));
+  if (!version) return WriteAnswer::kUnordered;
+  std::string key = object_key(*object);
+  std::unique_lock lock(mu_);
+  if (*version <= watch_version_) return WriteAnswer::kStale;
+  if (auto it = items_.find(key); it != items_.end()) {
+    // A cached object without a numeric version cannot be ordered: keep what is there.
+    const auto cached = resource_version_number(resource_version(*it->second));
+    if (!cached || *version <= *cached) return WriteAnswer::kStale;
+  }
+  upsert_locked(std::move(key), std::move(object));
+  return WriteAnswer::kApplied;
+}
+
+void Store::observe_resource_version(std::string_view rv) {
+  std::unique_lock lock(mu_);
+  observe_locked(rv);
+}
+
+ObjectPtr Store::erase(const std::string& key, std::string_view deleted_at) {
+  std::unique_lock lock(mu_);
+  observe_locked(deleted_at);
   auto it = items_.find(key);
   if (it == items_.end()) return nullptr;
+  if (const auto cached = resource_version_number(resource_version(*it->second)),
+      deleted = resource_version_number(deleted_at);
+      cached && deleted && *cached > *deleted) {
+    return nullptr;  // a write answer re-created it after this deletion: the watch is behind
+  }
   ObjectPtr removed = std::move(it->second);
   items_.erase(it);
   unindex_locked(key, *removed);
   return removed;
 }
 
-std::vector<ReplaceDelta> Store::replace(std::vector<ObjectPtr> objects) {
+std::vector<ReplaceDelta> Store::replace(std::vector<ObjectPtr> objects,
+                                         std::string_view list_version) {
   std::vector<ReplaceDelta> deltas;
   std::unique_lock lock(mu_);
+  observe_locked(list_version);
   std::unordered_map<std::string, ObjectPtr> fresh;
   fresh.reserve(objects.size());
+  const auto listed_at = resource_version_number(list_version);
   for (auto& obj : objects) {
     std::string key = object_key(*obj);
     auto it = items_.find(key);
     if (it == items_.end()) {
       deltas.push_back({ReplaceDelta::Type::kAdded, nullptr, obj});
+    } else if (later(*it->second, *obj)) {
+      obj = it->second;  // a write answer newer than the list: the watch will deliver it
     } else if (resource_version(*it->second) != resource_version(*obj)) {
       deltas.push_back({ReplaceDelta::Type::kUpdated, it->second, obj});
     } else {
@@ -154,7 +232,15 @@ std::vector<ReplaceDelta> Store::replace(std::vector<ObjectPtr> objects) {
     fresh.emplace(std::move(key), std::move(obj));
   }
   for (auto& [key, obj] : items_) {
-    if (!fresh.contains(key)) deltas.push_back({ReplaceDelta::Type::kDeleted, obj, nullptr});
+    if (fresh.contains(key)) continue;
+    const auto cached = resource_version_number(resource_version(*obj));
+    if (listed_at && cached && *cached > *listed_at) {
+      // Created (a write answer) after the list's snapshot: the watch from the list's
+      // version delivers its ADDED, or its DELETED.
+      fresh.emplace(key, obj);
+      continue;
+    }
+    deltas.push_back({ReplaceDelta::Type::kDeleted, obj, nullptr});
   }
   items_ = std::move(fresh);
   for (auto& [name, index] : indexes_) index.values.clear();

@@ -2,6 +2,7 @@
 // secondary indexes (namespace, controller owner UID, labels, custom functions).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,6 +29,13 @@ std::string_view resource_version(const boost::json::value& object);
 std::string_view object_namespace(const boost::json::value& object);
 std::string_view object_name(const boost::json::value& object);
 
+// A resourceVersion as the number it is on a kube-apiserver backed by etcd3: the etcd revision
+// of the object's last write, one counter for the whole cluster, so versions of different
+// objects compare too. Kubernetes calls the value opaque; kstack relies on this (as the
+// apiserver's own watch cache does) only to order a write's answer against the watch, and
+// treats anything that is not a plain decimal number as unordered (std::nullopt).
+std::optional<std::uint64_t> resource_version_number(std::string_view rv);
+
 // Returns the index values of an object (none, one or several).
 using IndexFunc = std::function<std::vector<std::string>(const boost::json::value&)>;
 
@@ -47,18 +55,44 @@ struct ReplaceDelta {
   ObjectPtr object;      // for kAdded and kUpdated
 };
 
+// What Store::upsert_write_answer did with the object a write request returned.
+enum class WriteAnswer {
+  kApplied,    // newer than the cached object and than anything the watch delivered
+  kStale,      // the watch already delivered this version, a newer one or the deletion
+  kUnordered,  // the answer's resourceVersion is not a number: left for the watch to deliver
+};
+std::string_view to_string(WriteAnswer answer);
+
+// Changes come from the watch (upsert, erase, replace, observe_resource_version: the
+// reflector's calls, authoritative) or from a write's answer (upsert_write_answer), which is
+// ordered against the watch so that it never rolls an object back nor resurrects a deleted one.
 class Store {
  public:
   // Registers an index; call before objects are added (existing objects are indexed too).
   void add_index(std::string name, IndexFunc func);
 
-  // Inserts or replaces; returns the previous object, if any.
+  // The watch's ADDED/MODIFIED: inserts or replaces; returns the previous object, if any.
+  // A cached write answer later than `object` stays (the watch is behind it and will deliver
+  // it); then the returned object is that write answer, still cached.
   ObjectPtr upsert(ObjectPtr object);
-  // Removes by key; returns the removed object, if any.
-  ObjectPtr erase(const std::string& key);
-  // Replaces the whole content (a fresh LIST) and returns the differences: objects whose
-  // resourceVersion did not change produce no delta.
-  std::vector<ReplaceDelta> replace(std::vector<ObjectPtr> objects);
+  // The watch's DELETED: removes by key; returns the removed object, if any.
+  // `deleted_at` is the DELETED event's resourceVersion (the deletion's revision). A cached
+  // write answer later than the deletion (the object re-created since) stays.
+  ObjectPtr erase(const std::string& key, std::string_view deleted_at = {});
+  // Replaces the whole content (a fresh LIST at `list_version`) and returns the differences:
+  // objects whose resourceVersion did not change produce no delta. Write answers later than
+  // the list stay, as in upsert.
+  std::vector<ReplaceDelta> replace(std::vector<ObjectPtr> objects,
+                                    std::string_view list_version = {});
+  // A watch BOOKMARK: every change up to `rv` has been delivered.
+  void observe_resource_version(std::string_view rv);
+
+  // The object a create/update/patch returned, from a worker thread. Cached only if its
+  // resourceVersion is newer than both the cached object's and every version the watch has
+  // delivered: once the watch went past it, the cache already holds that write, a later
+  // one, or the object's deletion (which is how a deleted object is never resurrected, with no
+  // per-object tombstone to keep). Assumes the answer matches this store's selector.
+  WriteAnswer upsert_write_answer(ObjectPtr object);
 
   ObjectPtr get(const std::string& key) const;
   std::vector<ObjectPtr> list() const;
@@ -77,11 +111,15 @@ class Store {
   };
   void index_locked(const std::string& key, const boost::json::value& object);
   void unindex_locked(const std::string& key, const boost::json::value& object);
+  ObjectPtr upsert_locked(std::string key, ObjectPtr object);
+  void observe_locked(std::string_view rv);
 
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, ObjectPtr> items_;
   std::map<std::string, Index, std::less<>> indexes_;
   bool synced_ = false;
+  // The highest resourceVersion the watch delivered (events, bookmarks, list versions).
+  std::uint64_t watch_version_ = 0;
 };
 
 }  // namespace kstack::informer

@@ -205,36 +205,71 @@ Result<json::value> Client::list(const ResourceType& type, std::string_view ns,
   return call("LIST", "GET", resource_path(type, ns) + q.str());
 }
 
+namespace {
+
+// A LIST page's shape, checked without throwing: a proxy or a broken server may answer 200
+// with any JSON at all. `items` may be null (Go's nil slice) or absent: no items.
+Result<void> check_list_page(const json::value& page, std::string_view what) {
+  const auto* obj = page.if_object();
+  if (obj == nullptr) {
+    return make_error(ErrorKind::kDecode, fmt::format("{}: the answer is {}, not a List object",
+                                                      what, json::to_string(page.kind())));
+  }
+  const auto* items = obj->if_contains("items");
+  if (items != nullptr && !items->is_array() && !items->is_null()) {
+    return make_error(ErrorKind::kDecode, fmt::format("{}: \"items\" is {}, not an array", what,
+                                                      json::to_string(items->kind())));
+  }
+  const auto* md = obj->if_contains("metadata");
+  if (md != nullptr && !md->is_object()) {
+    return make_error(ErrorKind::kDecode, fmt::format("{}: \"metadata\" is {}, not an object", what,
+                                                      json::to_string(md->kind())));
+  }
+  if (const auto* c = md ? md->get_object().if_contains("continue") : nullptr;
+      c != nullptr && !c->is_string() && !c->is_null()) {
+    return make_error(ErrorKind::kDecode, fmt::format("{}: \"metadata.continue\" is {}, not a "
+                                                      "string",
+                                                      what, json::to_string(c->kind())));
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<json::value> Client::list_all(const ResourceType& type, std::string_view ns,
                                      ListOptions options) {
   if (options.limit <= 0) options.limit = kDefaultListPageSize;
+  const std::string what = fmt::format("LIST {}", resource_path(type, ns));
   json::object result;
   json::array items;
   for (bool first = true;; first = false) {
     auto page = list(type, ns, options);
     if (!page) return page;
-    auto& obj = page->as_object();
+    if (auto ok = check_list_page(*page, what); !ok) return tl::unexpected(std::move(ok.error()));
+    auto& obj = page->get_object();  // checked above
     if (first) {
-      result["apiVersion"] = obj["apiVersion"];
-      result["kind"] = obj["kind"];
-      result["metadata"] = obj["metadata"];
+      for (const std::string_view field : {"apiVersion", "kind", "metadata"}) {
+        if (const auto* v = obj.if_contains(field)) result[field] = *v;
+      }
       // Later pages are served from the first page's snapshot; the version must not be sent.
       options.resource_version.clear();
       options.resource_version_match.clear();
     }
     if (auto* page_items = obj.if_contains("items"); page_items && page_items->is_array()) {
-      for (auto& item : page_items->as_array()) items.push_back(std::move(item));
+      for (auto& item : page_items->get_array()) items.push_back(std::move(item));
     }
     std::string next;
-    if (auto* md = obj.if_contains("metadata"); md && md->is_object()) {
-      if (auto* c = md->as_object().if_contains("continue"); c && c->is_string()) {
+    if (const auto* md = obj.if_contains("metadata"); md && md->is_object()) {
+      if (const auto* c = md->get_object().if_contains("continue"); c && c->is_string()) {
         next = std::string(c->get_string());
       }
     }
     if (next.empty()) break;
     options.continue_token = std::move(next);
   }
-  if (auto* md = result["metadata"].if_object()) md->erase("continue");
+  if (auto* md = result.if_contains("metadata"); md && md->is_object()) {
+    md->get_object().erase("continue");
+  }
   result["items"] = std::move(items);
   return json::value(std::move(result));
 }

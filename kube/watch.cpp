@@ -102,6 +102,12 @@ Result<WatchEvent> to_watch_event(boost::json::value line) {
     return make_error(ErrorKind::kDecode,
                       fmt::format("watch stream: unknown event type \"{}\"", t));
   }
+  if (!object->is_object()) {
+    // Only a Kubernetes object has the metadata a cache keys and orders by.
+    return make_error(ErrorKind::kDecode, fmt::format("watch stream: {} event's \"object\" is {}, "
+                                                      "not an object",
+                                                      t, boost::json::to_string(object->kind())));
+  }
   ev.object = std::move(*object);
   return ev;
 }

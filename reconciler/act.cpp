@@ -49,7 +49,9 @@ void remember(informer::Store* store, json::value object) {
   if (auto* md = object.as_object().if_contains("metadata"); md && md->is_object()) {
     md->as_object().erase("managedFields");
   }
-  store->upsert(std::make_shared<const json::value>(std::move(object)));
+  // Ordered against the watch (informer/store.h): an answer older than what the watch already
+  // delivered (a newer version, a DELETE) is not cached, so nothing is rolled back or revived.
+  store->upsert_write_answer(std::make_shared<const json::value>(std::move(object)));
 }
 
 // One pass's acting: the Stack object its writes go to, what failed, what to post at the end.

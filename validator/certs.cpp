@@ -271,9 +271,14 @@ kube::Result<TlsMaterial> CertManager::reconcile_secret(bool& written) {
 
     // PUT of what was read: its resourceVersion makes a concurrent renewal a Conflict.
     json::value updated = *got;
-    json::object& obj = updated.as_object();
-    if (!obj["data"].is_object()) obj["data"] = json::object{};
-    write_material(obj["data"].as_object(), r.material);
+    json::object* obj = updated.if_object();
+    if (obj == nullptr) {
+      return kube::make_error(ErrorKind::kDecode,
+                              fmt::format("GET secret {}/{}: the answer is {}, not an object", ns,
+                                          name, json::to_string(updated.kind())));
+    }
+    if (!(*obj)["data"].is_object()) (*obj)["data"] = json::object{};
+    write_material((*obj)["data"].get_object(), r.material);
     auto put = client_->update(kube::resources::kSecrets, ns, updated);
     if (put) {
       spdlog::info("webhook certs: renewed secret {}/{}: {} (ca_rotated={}, {})", ns, name,
@@ -312,15 +317,22 @@ kube::Result<bool> CertManager::inject_into(const kube::ResourceType& type, cons
       return false;
     }
     json::value config = std::move(*got);
+    if (!config.is_object()) {
+      return kube::make_error(ErrorKind::kDecode,
+                              fmt::format("GET {} {}: the answer is {}, not an object", type.kind,
+                                          name, json::to_string(config.kind())));
+    }
     std::size_t changed = 0;
-    if (auto* hooks = config.as_object().if_contains("webhooks"); hooks && hooks->is_array()) {
-      for (auto& hook : hooks->as_array()) {
+    std::size_t hook_count = 0;
+    if (auto* hooks = config.get_object().if_contains("webhooks"); hooks && hooks->is_array()) {
+      hook_count = hooks->get_array().size();
+      for (auto& hook : hooks->get_array()) {
         if (!hook.is_object()) continue;
-        json::value& cc = hook.as_object()["clientConfig"];
+        json::value& cc = hook.get_object()["clientConfig"];
         if (!cc.is_object()) cc = json::object{};
-        const auto* current = cc.as_object().if_contains("caBundle");
+        const auto* current = cc.get_object().if_contains("caBundle");
         if (current && current->is_string() && current->get_string() == ca_bundle_b64) continue;
-        cc.as_object()["caBundle"] = ca_bundle_b64;
+        cc.get_object()["caBundle"] = ca_bundle_b64;
         ++changed;
       }
     }
@@ -330,7 +342,7 @@ kube::Result<bool> CertManager::inject_into(const kube::ResourceType& type, cons
     auto put = client_->update(type, "", config);
     if (put) {
       spdlog::info("webhook certs: wrote caBundle into {} of {} webhooks of {} {}", changed,
-                   config.as_object().at("webhooks").as_array().size(), type.kind, name);
+                   hook_count, type.kind, name);
       return true;
     }
     if (put.error().is(ErrorKind::kNotFound)) return false;

@@ -186,14 +186,14 @@ TEST_F(Setup, InstallsAFileUrlPackageFromTheImageAfterCheckingItsSha256) {
   const std::string wrong(64, 'a');
   auto refused = runner_->install_package(member_, {"file:///tmp/pkg.tgz", wrong});
   ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().kind, kube::ErrorKind::kInvalid) << refused.error().to_string();
+  EXPECT_EQ(refused.error().kind, SetupErrorKind::kConfig) << refused.error().to_string();
   EXPECT_EQ(refused.error().message, "sha256 mismatch for file:///tmp/pkg.tgz: expected " + wrong +
                                          ", got " + sha256_hex(pkg));
   EXPECT_EQ(setup_dir_listing(), "");  // nothing unpacked
 
   auto missing = runner_->install_package(member_, {"file:///tmp/nope.tgz", std::nullopt});
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().kind, kube::ErrorKind::kInvalid);
+  EXPECT_EQ(missing.error().kind, SetupErrorKind::kConfig);
   EXPECT_NE(missing.error().message.find("no such file"), std::string::npos);
 
   // Upper-case hex is the same digest.
@@ -216,7 +216,7 @@ TEST_F(Setup, InstallsAnHttpPackageFetchedInTheContainer) {
   const std::string wrong = sha256_hex("something else");
   auto refused = runner_->install_package(member_, {server.url("/pkg.tgz"), wrong});
   ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().kind, kube::ErrorKind::kInvalid) << refused.error().to_string();
+  EXPECT_EQ(refused.error().kind, SetupErrorKind::kConfig) << refused.error().to_string();
   EXPECT_EQ(refused.error().message, "sha256 mismatch for " + server.url("/pkg.tgz") +
                                          ": expected " + wrong + ", got " + sha256_hex(pkg));
   EXPECT_EQ(setup_dir_listing(), "");  // nothing unpacked, the download removed
@@ -224,7 +224,7 @@ TEST_F(Setup, InstallsAnHttpPackageFetchedInTheContainer) {
 
   auto not_found = runner_->install_package(member_, {server.url("/missing.tgz"), std::nullopt});
   ASSERT_FALSE(not_found);
-  EXPECT_EQ(not_found.error().kind, kube::ErrorKind::kInvalid) << not_found.error().to_string();
+  EXPECT_EQ(not_found.error().kind, SetupErrorKind::kConfig) << not_found.error().to_string();
   EXPECT_NE(not_found.error().message.find("404"), std::string::npos) << not_found.error().message;
 
   auto ok = runner_->install_package(member_, {server.url("/pkg.tgz"), sha256_hex(pkg)});
@@ -252,7 +252,7 @@ TEST_F(Setup, AnHttpPackageFallsBackToWgetAndNeedsCurlOrWgetAndSha256sum) {
   ASSERT_EQ(run({"/bin/rm", "/tmp/tools/sha256sum"}, {}, "bare").exit_code, 0);
   auto no_sum = runner_->install_package(bare, package);
   ASSERT_FALSE(no_sum);
-  EXPECT_EQ(no_sum.error().kind, kube::ErrorKind::kInvalid);
+  EXPECT_EQ(no_sum.error().kind, SetupErrorKind::kConfig);
   EXPECT_EQ(no_sum.error().message,
             "no sha256sum in the container to verify " + package.package_url);
 
@@ -265,7 +265,7 @@ TEST_F(Setup, AnHttpPackageFallsBackToWgetAndNeedsCurlOrWgetAndSha256sum) {
   ASSERT_EQ(run({"/bin/rm", "/tmp/tools/wget"}, {}, "bare").exit_code, 0);
   auto no_fetcher = runner_->install_package(bare, package);
   ASSERT_FALSE(no_fetcher);
-  EXPECT_EQ(no_fetcher.error().kind, kube::ErrorKind::kInvalid);
+  EXPECT_EQ(no_fetcher.error().kind, SetupErrorKind::kConfig);
   EXPECT_EQ(no_fetcher.error().message,
             "neither curl nor wget in the container to fetch " + package.package_url);
   EXPECT_EQ(server.requests(), 2);
@@ -277,7 +277,7 @@ TEST_F(Setup, InstallsAConfigMapPayloadVerifiedBeforeAnythingRuns) {
   const auto execs = exec_count(*client_);
   auto refused = runner_->install_package(member_, {"configmap://setup/pkg.tgz", wrong}, &pkg);
   ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().kind, kube::ErrorKind::kInvalid);
+  EXPECT_EQ(refused.error().kind, SetupErrorKind::kConfig);
   EXPECT_EQ(refused.error().message, "sha256 mismatch for configmap://setup/pkg.tgz: expected " +
                                          wrong + ", got " + sha256_hex(pkg));
   EXPECT_EQ(exec_count(*client_), execs);  // refused here, before any exec
@@ -286,7 +286,7 @@ TEST_F(Setup, InstallsAConfigMapPayloadVerifiedBeforeAnythingRuns) {
   const std::string garbage = "not a tarball";
   auto broken = runner_->install_package(member_, {"configmap://setup/pkg.tgz", {}}, &garbage);
   ASSERT_FALSE(broken);
-  EXPECT_EQ(broken.error().kind, kube::ErrorKind::kInvalid);
+  EXPECT_EQ(broken.error().kind, SetupErrorKind::kConfig);
   EXPECT_NE(broken.error().message.find("unpacking configmap://setup/pkg.tgz failed"),
             std::string::npos)
       << broken.error().message;
@@ -294,7 +294,7 @@ TEST_F(Setup, InstallsAConfigMapPayloadVerifiedBeforeAnythingRuns) {
   const std::string no_script = make_package({{"README", "hello\n"}});
   auto empty = runner_->install_package(member_, {"configmap://setup/pkg.tgz", {}}, &no_script);
   ASSERT_FALSE(empty);
-  EXPECT_EQ(empty.error().kind, kube::ErrorKind::kInvalid);
+  EXPECT_EQ(empty.error().kind, SetupErrorKind::kConfig);
   EXPECT_EQ(empty.error().message,
             "package configmap://setup/pkg.tgz has no executable startscript");
 
@@ -310,15 +310,15 @@ TEST_F(Setup, RefusesPackagesOverTheSizeBoundAndUnknownSchemes) {
   const std::string big(101, 'x');
   auto too_big = runner.install_package(member_, {"configmap://setup/pkg.tgz", {}}, &big);
   ASSERT_FALSE(too_big);
-  EXPECT_EQ(too_big.error().kind, kube::ErrorKind::kInvalid);
+  EXPECT_EQ(too_big.error().kind, SetupErrorKind::kConfig);
   EXPECT_NE(too_big.error().message.find("101 bytes"), std::string::npos);
 
   auto ftp = runner.install_package(member_, {"ftp://example.com/pkg.tgz", {}});
   ASSERT_FALSE(ftp);
-  EXPECT_EQ(ftp.error().kind, kube::ErrorKind::kInvalid);
+  EXPECT_EQ(ftp.error().kind, SetupErrorKind::kConfig);
   auto bad_sum = runner.install_package(member_, {"file:///tmp/pkg.tgz", "xyz"});
   ASSERT_FALSE(bad_sum);
-  EXPECT_EQ(bad_sum.error().kind, kube::ErrorKind::kInvalid);
+  EXPECT_EQ(bad_sum.error().kind, SetupErrorKind::kConfig);
 }
 
 TEST_F(Setup, ConfigureRunsDetachedOnceAndReportsExitZero) {
@@ -410,7 +410,8 @@ TEST_F(Setup, AnotherContainerIdIsAConflictAndNothingRuns) {
   const auto execs = exec_count(*client_);
   auto expect_conflict = [](const auto& r, const char* step) {
     ASSERT_FALSE(r) << step;
-    EXPECT_EQ(r.error().kind, kube::ErrorKind::kConflict) << step << ": " << r.error().to_string();
+    EXPECT_EQ(r.error().kind, SetupErrorKind::kContainerChanged)
+        << step << ": " << r.error().to_string();
   };
   expect_conflict(runner_->write_config(stale, "{}", "A=1\n"), "write_config");
   expect_conflict(runner_->package_installed(stale), "package_installed");

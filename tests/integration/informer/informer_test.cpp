@@ -1,5 +1,6 @@
 // Informers against a real kube-apiserver: convergence under concurrent churn, recovery from
-// an apiserver killed mid-stream, re-list after compaction, and resync without API requests.
+// an apiserver killed mid-stream, re-list after compaction, resync without API requests,
+// malformed LIST answers survived, and write answers ordered against the watch.
 #include "informer/informer.h"
 
 #include <condition_variable>
@@ -11,9 +12,14 @@
 #include <gtest/gtest.h>
 
 #include "tests/integration/kube/client_fixture.h"
+#include "tests/testenv/rewriting_proxy.h"
 #include "tests/testenv/tcp_proxy.h"
 
 namespace kstack::informer {
+// For GoogleTest's messages (found by argument-dependent lookup, so not in the anonymous
+// namespace).
+inline void PrintTo(WriteAnswer answer, std::ostream* out) { *out << to_string(answer); }
+
 namespace {
 
 using kube::testing::admin;
@@ -69,6 +75,15 @@ class Recorder {
   std::map<std::string, int> adds() {
     std::lock_guard lock(mu_);
     return adds_;
+  }
+  // Waits until the handlers saw `key` at `rv` ("" = deleted). The store changes before the
+  // handlers are called, so the store holds it then too.
+  bool wait_key(const std::string& key, const std::string& rv, std::chrono::seconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] {
+      const auto it = state_.find(key);
+      return it == state_.end() ? rv.empty() : it->second == rv;
+    });
   }
   int deletes_unknown() {
     std::lock_guard lock(mu_);
@@ -276,6 +291,94 @@ TEST(Informer, ResyncRedeliversEveryCachedObjectWithoutApiRequests) {
   ASSERT_TRUE(rec.wait_resyncs(expected.size(), 3, 30s));
   EXPECT_EQ(client->transport().stats().requests, requests_before);
   EXPECT_EQ(client->metrics().total(), counted_before);
+}
+
+// Valid JSON a broken server or proxy might answer a LIST with, none of it a usable List.
+const std::vector<std::string> kMalformedLists = {
+    R"({"items":5})",
+    R"({"kind":"ConfigMapList","metadata":[],"items":[]})",
+    R"([])",
+    R"("ConfigMapList")",
+    R"({"items":[{"metadata":{"name":7}},3],"metadata":{"resourceVersion":{}}})",
+    R"({"items":[],"metadata":{"continue":false}})",
+};
+
+TEST(Informer, SurvivesMalformedListAnswersAndConvergesOnceTheyStop) {
+  auto c = admin();
+  const auto ns = make_namespace(*c);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c->create(kube::resources::kConfigMaps, ns, config_map("m" + std::to_string(i))));
+  }
+  auto& cp = testenv::control_plane();
+  testenv::RewritingProxy proxy(apiserver_port(), cp.work_dir() / "pki" / "apiserver.crt",
+                                cp.work_dir() / "pki" / "apiserver.key");
+  std::mutex mu;
+  std::condition_variable cv;
+  std::size_t served = 0;
+  const std::string lists = "/api/v1/namespaces/" + ns + "/configmaps?";
+  proxy.set_rewrite([&](const testenv::RewritingProxy::Request& r, int status,
+                        const std::string&) -> std::optional<std::string> {
+    if (r.method != "GET" || status != 200 || !r.target.starts_with(lists)) return std::nullopt;
+    std::lock_guard lock(mu);
+    cv.notify_all();
+    return kMalformedLists[served++ % kMalformedLists.size()];
+  });
+  auto cfg = kube::testing::config_for(testenv::kAdminUser);
+  cfg.server = proxy.url();
+  auto via_proxy = kube::Client::create(cfg);
+  ASSERT_TRUE(via_proxy);
+  auto options = config_maps_in(ns);
+  options.backoff_initial = 10ms;
+  options.backoff_max = 50ms;
+
+  Recorder rec;
+  Informer inf(*via_proxy, options, {.resync_period = 0ms});
+  inf.add_handler(rec.handler());
+  inf.start();
+  {
+    // Every malformed shape answered twice: the reflector thread survived each and retried.
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 60s, [&] { return served >= 2 * kMalformedLists.size(); }));
+  }
+  EXPECT_FALSE(inf.has_synced());
+  EXPECT_GE(inf.reflector().stats().decode_errors, kMalformedLists.size());
+
+  proxy.set_rewrite({});
+  ASSERT_TRUE(inf.wait_for_sync(30s));
+  const auto expected = fresh_list(*c, ns);
+  ASSERT_EQ(expected.size(), 3u);
+  ASSERT_TRUE(rec.wait_equal(expected, 30s));
+  EXPECT_EQ(store_view(inf.store()), expected);
+}
+
+TEST(Informer, AWriteAnswerNeverRollsBackNorResurrectsWhatTheWatchDelivered) {
+  auto c = admin();
+  const auto ns = make_namespace(*c);
+  Recorder rec;
+  Informer inf(admin(), config_maps_in(ns), {.resync_period = 0ms});
+  inf.add_handler(rec.handler());
+  inf.start();
+  ASSERT_TRUE(inf.wait_for_sync(30s));
+  const std::string key = ns + "/w";
+
+  // The answer of a create, held back (as a slow worker would) while the object changes.
+  auto created = c->create(kube::resources::kConfigMaps, ns, config_map("w"));
+  ASSERT_TRUE(created);
+  auto updated = c->patch(kube::resources::kConfigMaps, ns, "w", kube::PatchType::kMerge,
+                          R"({"data":{"k":"newer"}})");
+  ASSERT_TRUE(updated);
+  const std::string newer = str_at(*updated, "/metadata/resourceVersion");
+  ASSERT_TRUE(rec.wait_key(key, newer, 30s));
+  auto stale = std::make_shared<const json::value>(*created);
+  EXPECT_EQ(inf.store().upsert_write_answer(stale), WriteAnswer::kStale);
+  EXPECT_EQ(std::string(resource_version(*inf.store().get(key))), newer);
+
+  ASSERT_TRUE(c->remove(kube::resources::kConfigMaps, ns, "w"));
+  ASSERT_TRUE(rec.wait_key(key, "", 30s));
+  EXPECT_EQ(inf.store().upsert_write_answer(stale), WriteAnswer::kStale);
+  EXPECT_EQ(inf.store().upsert_write_answer(std::make_shared<const json::value>(*updated)),
+            WriteAnswer::kStale);
+  EXPECT_EQ(inf.store().get(key), nullptr);
 }
 
 }  // namespace

@@ -73,6 +73,19 @@ TEST(WatchDecoder, UnknownTypeAndMissingObjectAreDecodeErrors) {
   EXPECT_EQ(b.feed(R"({"type":"ADDED"})", out).error().kind, ErrorKind::kDecode);
 }
 
+TEST(WatchDecoder, AnEventWhoseObjectIsNotAnObjectIsADecodeError) {
+  for (const char* line :
+       {R"({"type":"ADDED","object":5})", R"({"type":"MODIFIED","object":[]})",
+        R"({"type":"DELETED","object":"x"})", R"({"type":"BOOKMARK","object":null})"}) {
+    WatchDecoder d;
+    std::vector<WatchEvent> out;
+    auto r = d.feed(std::string(line) + "\n", out);
+    ASSERT_FALSE(r) << line;
+    EXPECT_EQ(r.error().kind, ErrorKind::kDecode) << line;
+    EXPECT_TRUE(out.empty()) << line;
+  }
+}
+
 TEST(WatchDecoder, WhitespaceAfterAnEventDoesNotCountTowardsItsSize) {
   // Found by fuzz_watch_decoder: the parser swallows the blank run after a value, which made
   // the same stream pass when split and fail when fed whole.
@@ -104,7 +117,8 @@ TEST(WatchDecoder, NumbersDecodeToTheExactDoubleWhateverTheChunkSplit) {
   // Found by fuzz_watch_decoder: Boost.JSON's own parser read 33333.3333332333233 as
   // 33333.333333233328 when the stream came whole and as 33333.33333323332 (the exact double)
   // when split; and it reads 1.2E85 as 1.2000000000000002E85 either way.
-  const std::string stream = R"({"type":"ADDED","object":33333.3333332333233})"
+  // (Inside an object: an event's object must be one, AnEventWhoseObjectIsNotAnObject...)
+  const std::string stream = R"({"type":"ADDED","object":{"n":33333.3333332333233}})"
                              "33333\n"
                              R"({"type":"ADDED","object":{"n":1.2E85}})";
   for (std::size_t at = 0; at <= stream.size(); ++at) {
@@ -112,7 +126,7 @@ TEST(WatchDecoder, NumbersDecodeToTheExactDoubleWhateverTheChunkSplit) {
     std::vector<WatchEvent> out;
     EXPECT_FALSE(feed_split(d, stream, at, out)) << "a bare number is no event; split at " << at;
     ASSERT_EQ(out.size(), 1u) << "split at " << at;
-    EXPECT_EQ(out[0].object, boost::json::value(33333.3333332333233)) << "split at " << at;
+    EXPECT_EQ(out[0].object, boost::json::value({{"n", 33333.3333332333233}})) << "split at " << at;
   }
   const std::string_view event = std::string_view(stream).substr(stream.find('\n') + 1);
   for (std::size_t at = 0; at <= event.size(); ++at) {

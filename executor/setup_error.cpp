@@ -1,0 +1,51 @@
+#include "executor/setup_error.h"
+
+#include <utility>
+
+namespace kstack::executor {
+
+std::string_view to_string(SetupErrorKind kind) {
+  switch (kind) {
+    case SetupErrorKind::kConfig:
+      return "config error";
+    case SetupErrorKind::kContainerChanged:
+      return "container changed";
+    case SetupErrorKind::kTransport:
+      return "transport";
+    case SetupErrorKind::kTimeout:
+      return "timeout";
+    case SetupErrorKind::kApi:
+      return "API error";
+  }
+  return "unknown";
+}
+
+std::string SetupError::to_string() const {
+  std::string out(executor::to_string(kind));
+  out += ": ";
+  out += message;
+  return out;
+}
+
+tl::unexpected<SetupError> setup_error(SetupErrorKind kind, std::string message) {
+  return tl::unexpected<SetupError>(SetupError{kind, std::move(message), std::nullopt});
+}
+
+SetupError classify(kube::Error error) {
+  SetupError out;
+  out.message = error.message;
+  if (error.http_status == 0 && error.is(kube::ErrorKind::kConflict) &&
+      error.reason == "ContainerChanged") {
+    out.kind = SetupErrorKind::kContainerChanged;
+  } else if (error.is(kube::ErrorKind::kTimeout)) {
+    out.kind = SetupErrorKind::kTimeout;
+  } else if (error.is(kube::ErrorKind::kTransport) || error.is(kube::ErrorKind::kTls)) {
+    out.kind = SetupErrorKind::kTransport;
+  } else {
+    out.kind = SetupErrorKind::kApi;
+  }
+  out.api = std::move(error);
+  return out;
+}
+
+}  // namespace kstack::executor
