@@ -65,6 +65,7 @@ class SharedInformer {
  public:
   SharedInformer(std::shared_ptr<kube::Client> client, InformerScope scope,
                  InformerOptions options);
+  ~SharedInformer() { informer_.stop(); }  // its threads end before the handlers go
   SharedInformer(const SharedInformer&) = delete;
   SharedInformer& operator=(const SharedInformer&) = delete;
 
