@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "informer/informer.h"
 #include "informer/work_queue.h"
 #include "kube/client.h"
 
@@ -177,6 +178,21 @@ struct OperatorMetrics::Impl {
       ClientMetric m;
       m.label = {{"code", key.second}, {"method", key.first}};
       m.counter.value = static_cast<double>(count);
+      f.metric.push_back(std::move(m));
+    }
+    out.push_back(std::move(f));
+  }
+
+  // Read at scrape time from the process-wide count (informer.h), so an informer started by
+  // any component shows, shared or not.
+  static void collect_informers(std::vector<MetricFamily>& out) {
+    auto f = family(kMetricInformers,
+                    "Informers (a list and watch with its own cache) running in this process, by "
+                    "resource.",
+                    MetricType::Gauge);
+    for (const auto& [resource, count] : informer::running_informers()) {
+      auto m = gauge_value(static_cast<double>(count));
+      m.label = {{"group", resource.group}, {"resource", resource.resource}};
       f.metric.push_back(std::move(m));
     }
     out.push_back(std::move(f));
@@ -359,6 +375,7 @@ std::string OperatorMetrics::scrape() const {
   auto families = impl_->registry->Collect();
   impl_->collect_rest_client(families);
   impl_->collect_admission_server(families);
+  Impl::collect_informers(families);
   impl_->collect_process(families);
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);

@@ -25,6 +25,9 @@
 //   kstack_admission_inflight_body_bytes                     gauge: the body budget taken now
 //   (these three read from the admission server at scrape time; absent without a webhook)
 //   kstack_build_info{version,commit}                       gauge, always 1
+//   kstack_informers{group,resource}                        gauge: informers (list+watch loops,
+//                                                            each with its own cache) running in
+//                                                            the process; 1 per kind when shared
 //   process_cpu_seconds_total, process_resident_memory_bytes, process_virtual_memory_bytes,
 //   process_open_fds, process_max_fds, process_start_time_seconds (from /proc at scrape time)
 #pragma once
@@ -63,6 +66,7 @@ inline constexpr std::string_view kMetricAdmissionBodyBudgetRefusals =
 inline constexpr std::string_view kMetricAdmissionInflightBodyBytes =
     "kstack_admission_inflight_body_bytes";
 inline constexpr std::string_view kMetricBuildInfo = "kstack_build_info";
+inline constexpr std::string_view kMetricInformers = "kstack_informers";
 
 // The Prometheus text exposition format, version 0.0.4.
 inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";

@@ -26,6 +26,7 @@
 #include "cmd/http_endpoints.h"
 #include "cmd/logging.h"
 #include "cmd/metrics.h"
+#include "informer/factory.h"
 #include "informer/leader_election.h"
 #include "kstack_version.h"
 #include "kube/client.h"
@@ -208,8 +209,10 @@ std::vector<std::unique_ptr<HttpEndpoints>> start_endpoints(const OperatorOption
 }
 
 validator::WebhookOptions webhook_options(const OperatorOptions& options, std::string username,
-                                          OperatorMetrics& metrics) {
+                                          OperatorMetrics& metrics,
+                                          std::shared_ptr<informer::InformerFactory> informers) {
   validator::WebhookOptions w;
+  w.informers = std::move(informers);
   w.system_namespace = options.operator_namespace;
   w.operator_username = std::move(username);
   w.server.bind_address = options.bind_address;
@@ -256,9 +259,11 @@ kube::Result<Connection> connect(const OperatorOptions& options) {
   return Connection{std::move(*config), std::move(*client)};
 }
 
-reconciler::ControllerOptions controller_options(const OperatorOptions& options,
-                                                 OperatorMetrics& metrics) {
+reconciler::ControllerOptions controller_options(
+    const OperatorOptions& options, OperatorMetrics& metrics,
+    std::shared_ptr<informer::InformerFactory> informers) {
   reconciler::ControllerOptions co;
+  co.informers = std::move(informers);
   co.operator_namespace = options.operator_namespace;
   co.watch_namespace = options.watch_namespace;
   co.workers = options.workers;
@@ -290,13 +295,15 @@ informer::LeaderElectionOptions election_options(const OperatorOptions& options)
 // start-up takes as long as the slower of the two.
 kube::Result<std::unique_ptr<validator::Webhook>> start_components(
     const OperatorOptions& options, const std::shared_ptr<kube::Client>& client,
-    const std::string& username, OperatorMetrics& metrics, reconciler::Controller& controller) {
+    const std::string& username, OperatorMetrics& metrics, reconciler::Controller& controller,
+    const std::shared_ptr<informer::InformerFactory>& informers) {
   std::promise<kube::Result<void>> controller_started;
   auto controller_result = controller_started.get_future();
   std::thread starter([&] { controller_started.set_value(controller.start()); });
   kube::Result<std::unique_ptr<validator::Webhook>> webhook{nullptr};
   if (options.webhook) {
-    webhook = validator::start_webhook(client, webhook_options(options, username, metrics));
+    webhook =
+        validator::start_webhook(client, webhook_options(options, username, metrics, informers));
   }
   starter.join();
   if (!webhook) return webhook;
@@ -339,7 +346,10 @@ int run_operator(const OperatorOptions& options) {
   mo.commit = KSTACK_GIT_COMMIT;
   OperatorMetrics metrics(client, mo);
 
-  reconciler::Controller controller(client, controller_options(options, metrics));
+  // Declared before its users: it goes after them, and stops once they have let go of it.
+  auto informers = std::make_shared<informer::InformerFactory>(
+      client, informer::InformerFactoryOptions{.resync_period = options.resync_period});
+  reconciler::Controller controller(client, controller_options(options, metrics, informers));
 
   Readiness readiness;
   readiness.controller = &controller;
@@ -353,13 +363,15 @@ int run_operator(const OperatorOptions& options) {
   }
 
   std::unique_ptr<validator::Webhook> webhook;
-  if (auto started = start_components(options, client, username, metrics, controller); started) {
+  if (auto started = start_components(options, client, username, metrics, controller, informers);
+      started) {
     webhook = std::move(*started);
     readiness.webhook = webhook.get();
     if (webhook) metrics.set_admission_server(admission_server_counters(*webhook));
   } else {
     spdlog::error("operator: start-up failed: {}", started.error().to_string());
     controller.stop();
+    informers->stop();
     for (auto& e : endpoints) e->stop();
     return 1;
   }
@@ -427,6 +439,7 @@ int run_operator(const OperatorOptions& options) {
   }
   if (webhook) webhook->stop();
   controller.stop();
+  informers->stop();
   for (auto& e : endpoints) e->stop();
   metrics.set_admission_server(nullptr);  // the webhook goes before `metrics`
   readiness.webhook = nullptr;

@@ -3,10 +3,32 @@
 #include <random>
 
 namespace kstack::informer {
+namespace {
+
+std::mutex running_mu;
+std::map<RunningResource, int>& running() {
+  static std::map<RunningResource, int> counts;
+  return counts;
+}
+
+void count_running(const RunningResource& resource, int delta) {
+  std::lock_guard lock(running_mu);
+  auto& counts = running();
+  if ((counts[resource] += delta) <= 0) counts.erase(resource);
+}
+
+}  // namespace
+
+std::map<RunningResource, int> running_informers() {
+  std::lock_guard lock(running_mu);
+  return running();
+}
 
 Informer::Informer(std::shared_ptr<kube::Client> client, ReflectorOptions reflector,
                    InformerOptions options)
-    : options_(options), reflector_(std::move(client), std::move(reflector), store_, *this) {}
+    : options_(options),
+      resource_{reflector.type.group, reflector.type.plural},
+      reflector_(std::move(client), std::move(reflector), store_, *this) {}
 
 Informer::~Informer() { stop(); }
 
@@ -14,8 +36,9 @@ void Informer::add_handler(EventHandler handler) { handlers_.push_back(std::move
 
 void Informer::start() {
   std::lock_guard lock(mu_);
-  if (started_) return;
+  if (started_ || stopping_) return;  // a stopped informer stays stopped
   started_ = true;
+  count_running(resource_, +1);
   reflector_thread_ = std::thread([this] { reflector_.run(cancel_); });
   if (options_.resync_period.count() > 0) resync_thread_ = std::thread([this] { resync_loop(); });
 }
@@ -31,6 +54,7 @@ void Informer::stop() {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     stopping_ = true;
+    if (started_) count_running(resource_, -1);
   }
   cv_.notify_all();
   cancel_.cancel();

@@ -5,8 +5,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -28,6 +30,16 @@ struct EventHandler {
   std::function<void(const ObjectPtr& object, bool final_state_unknown)> on_delete;
   std::function<void(const ObjectPtr&)> on_resync;
 };
+
+// Informers started and not yet stopped in this process, by resource (group and plural), for
+// the operator's kstack_informers gauge: every Informer counts, whoever made it, so the gauge
+// shows a duplicate cache however it came about.
+struct RunningResource {
+  std::string group;
+  std::string resource;
+  auto operator<=>(const RunningResource&) const = default;
+};
+std::map<RunningResource, int> running_informers();
 
 struct InformerOptions {
   std::chrono::milliseconds resync_period = kDefaultResyncPeriod;  // 0 disables resync
@@ -65,6 +77,7 @@ class Informer : private EventSink {
   void resync_loop();
 
   InformerOptions options_;
+  RunningResource resource_;
   Store store_;
   Reflector reflector_;
   std::vector<EventHandler> handlers_;

@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "catalog/model.h"
-#include "informer/informer.h"
+#include "informer/factory.h"
 #include "informer/work_queue.h"
 #include "kube/log_context.h"
 #include "reconciler/desired_state.h"
@@ -32,21 +32,20 @@ bool status_only_change(const boost::json::value& old, const boost::json::value&
   return true;
 }
 
-informer::ReflectorOptions watch(const kube::ResourceType& type, std::string ns,
-                                 std::string label_selector = {}, std::string field_selector = {}) {
-  informer::ReflectorOptions o;
-  o.type = type;
-  o.namespace_name = std::move(ns);
-  o.label_selector = std::move(label_selector);
-  o.field_selector = std::move(field_selector);
-  return o;
+informer::InformerScope watch(const kube::ResourceType& type, std::string ns,
+                              std::string label_selector = {}, std::string field_selector = {}) {
+  return {type, std::move(ns), std::move(label_selector), std::move(field_selector)};
 }
 
 }  // namespace
 
 struct Controller::Impl {
   ControllerOptions options;
-  std::unique_ptr<informer::Informer> stacks, apptypes, configs, sets, services, pvcs, pods;
+  std::shared_ptr<informer::InformerFactory> factory;
+  bool own_factory = false;
+  informer::SharedInformer *stacks = nullptr, *apptypes = nullptr, *configs = nullptr,
+                           *sets = nullptr, *services = nullptr, *pvcs = nullptr, *pods = nullptr;
+  std::vector<informer::HandlerRegistration> handlers;  // released by stop()
   std::unique_ptr<executor::Executor> executor;
   std::unique_ptr<executor::SetupRunner> setup;
   std::unique_ptr<Notifier> notifier;
@@ -60,11 +59,6 @@ struct Controller::Impl {
   std::mutex workers_mu;  // start_workers() / stop_workers() may come from another thread
   bool workers_stopped = false;
   std::once_flag stopped;
-
-  std::vector<informer::Informer*> all() const {
-    return {stacks.get(),   apptypes.get(), configs.get(), sets.get(),
-            services.get(), pvcs.get(),     pods.get()};
-  }
 };
 
 Controller::Controller(std::shared_ptr<kube::Client> client, ControllerOptions options)
@@ -77,28 +71,24 @@ Controller::~Controller() { stop(); }
 kube::Result<void> Controller::start() {
   auto& s = *impl_;
   const auto& opts = s.options;
-  const informer::InformerOptions no_resync{.resync_period = std::chrono::milliseconds(0)};
   const std::string owned = fmt::format("{}={}", kLabelManagedBy, kManagedByValue);
-  s.stacks = std::make_unique<informer::Informer>(
-      client_, watch(catalog::resources::kStacks, opts.watch_namespace),
-      informer::InformerOptions{.resync_period = opts.resync_period});
+  s.factory = opts.informers;
+  s.own_factory = s.factory == nullptr;
+  if (s.own_factory) {
+    s.factory = std::make_shared<informer::InformerFactory>(
+        client_, informer::InformerFactoryOptions{.resync_period = opts.resync_period});
+  }
+  auto& f = *s.factory;
+  s.stacks = &f.informer(watch(catalog::resources::kStacks, opts.watch_namespace));
   // AppTypes live in the Stacks' namespaces (local catalog) and the operator's (system).
-  s.apptypes = std::make_unique<informer::Informer>(
-      client_, watch(catalog::resources::kAppTypes, {}), no_resync);
-  s.configs = std::make_unique<informer::Informer>(
-      client_,
-      watch(catalog::resources::kKStackConfigs, opts.operator_namespace, {},
-            fmt::format("metadata.name={}", catalog::kConfigName)),
-      no_resync);
-  s.sets = std::make_unique<informer::Informer>(
-      client_, watch(kube::resources::kStatefulSets, opts.watch_namespace, owned), no_resync);
-  s.services = std::make_unique<informer::Informer>(
-      client_, watch(kube::resources::kServices, opts.watch_namespace, owned), no_resync);
-  s.pvcs = std::make_unique<informer::Informer>(
-      client_, watch(kube::resources::kPersistentVolumeClaims, opts.watch_namespace, owned),
-      no_resync);
-  s.pods = std::make_unique<informer::Informer>(
-      client_, watch(kube::resources::kPods, opts.watch_namespace, owned), no_resync);
+  s.apptypes = &f.informer(watch(catalog::resources::kAppTypes, {}));
+  s.configs = &f.informer(watch(catalog::resources::kKStackConfigs, opts.operator_namespace, {},
+                                fmt::format("metadata.name={}", catalog::kConfigName)));
+  s.sets = &f.informer(watch(kube::resources::kStatefulSets, opts.watch_namespace, owned));
+  s.services = &f.informer(watch(kube::resources::kServices, opts.watch_namespace, owned));
+  s.pvcs =
+      &f.informer(watch(kube::resources::kPersistentVolumeClaims, opts.watch_namespace, owned));
+  s.pods = &f.informer(watch(kube::resources::kPods, opts.watch_namespace, owned));
 
   informer::WorkQueueOptions qo;
   qo.name = "stack";
@@ -138,7 +128,7 @@ kube::Result<void> Controller::start() {
     s.resyncs.fetch_add(1);
     queue->add(informer::object_key(*o));
   };
-  s.stacks->add_handler(on_stack);
+  s.handlers.push_back(s.stacks->add_handler(on_stack));
 
   informer::EventHandler on_owned;
   on_owned.on_add = [enqueue](const informer::ObjectPtr& o) {
@@ -151,7 +141,7 @@ kube::Result<void> Controller::start() {
   on_owned.on_delete = [enqueue](const informer::ObjectPtr& o, bool) {
     enqueue(Reconciler::stacks_for_owned(*o));
   };
-  for (auto* inf : {s.services.get(), s.pvcs.get()}) inf->add_handler(on_owned);
+  for (auto* inf : {s.services, s.pvcs}) s.handlers.push_back(inf->add_handler(on_owned));
 
   // Pods and the StatefulSets' status: coalesced (ControllerOptions::coalesce).
   const auto coalesce = std::chrono::duration_cast<std::chrono::nanoseconds>(opts.coalesce);
@@ -169,7 +159,7 @@ kube::Result<void> Controller::start() {
   on_pod.on_delete = [enqueue_soon](const informer::ObjectPtr& o, bool) {
     enqueue_soon(Reconciler::stacks_for_owned(*o));
   };
-  s.pods->add_handler(on_pod);
+  s.handlers.push_back(s.pods->add_handler(on_pod));
 
   informer::EventHandler on_set = on_owned;
   on_set.on_update = [enqueue, enqueue_soon](const informer::ObjectPtr& old,
@@ -181,7 +171,7 @@ kube::Result<void> Controller::start() {
     enqueue(Reconciler::stacks_for_owned(*o));
     if (old) enqueue(Reconciler::stacks_for_owned(*old));
   };
-  s.sets->add_handler(on_set);
+  s.handlers.push_back(s.sets->add_handler(on_set));
 
   informer::EventHandler on_app;
   on_app.on_add = [enqueue, rec](const informer::ObjectPtr& o) {
@@ -193,7 +183,7 @@ kube::Result<void> Controller::start() {
   on_app.on_delete = [enqueue, rec](const informer::ObjectPtr& o, bool) {
     enqueue(rec->stacks_for_apptype(*o));
   };
-  s.apptypes->add_handler(on_app);
+  s.handlers.push_back(s.apptypes->add_handler(on_app));
 
   informer::EventHandler on_config;
   on_config.on_add = [enqueue, rec](const informer::ObjectPtr&) { enqueue(rec->all_stacks()); };
@@ -203,17 +193,13 @@ kube::Result<void> Controller::start() {
   on_config.on_delete = [enqueue, rec](const informer::ObjectPtr&, bool) {
     enqueue(rec->all_stacks());
   };
-  s.configs->add_handler(on_config);
+  s.handlers.push_back(s.configs->add_handler(on_config));
 
-  for (auto* inf : s.all()) inf->start();
-  const std::pair<const char*, informer::Informer*> caches_by_name[] = {
-      {"stacks", s.stacks.get()},
-      {"apptypes", s.apptypes.get()},
-      {"kstackconfigs", s.configs.get()},
-      {"statefulsets", s.sets.get()},
-      {"services", s.services.get()},
-      {"persistentvolumeclaims", s.pvcs.get()},
-      {"pods", s.pods.get()}};
+  f.start();  // the shared caches may run already: their handlers got what they hold
+  const std::pair<const char*, informer::SharedInformer*> caches_by_name[] = {
+      {"stacks", s.stacks},     {"apptypes", s.apptypes}, {"kstackconfigs", s.configs},
+      {"statefulsets", s.sets}, {"services", s.services}, {"persistentvolumeclaims", s.pvcs},
+      {"pods", s.pods}};
   for (const auto& [name, inf] : caches_by_name) {
     if (!inf->wait_for_sync(opts.sync_timeout)) {
       return kube::make_error(
@@ -288,9 +274,8 @@ void Controller::stop() {
   std::call_once(impl_->stopped, [this] {
     stop_workers();
     auto& s = *impl_;
-    for (auto* inf : s.all()) {
-      if (inf != nullptr) inf->stop();
-    }
+    s.handlers.clear();  // shared caches outlive the controller: they must not call it any more
+    if (s.own_factory) s.factory->stop();
   });
 }
 

@@ -20,8 +20,9 @@
 #include "reconciler/notifier.h"
 
 namespace kstack::informer {
+class InformerFactory;
 class WorkQueueMetrics;
-}
+}  // namespace kstack::informer
 
 namespace kstack::reconciler {
 
@@ -51,6 +52,10 @@ struct ControllerOptions {
   // start_workers() (the operator calls it once it holds the leader Lease).
   bool start_workers = true;
   std::shared_ptr<informer::WorkQueueMetrics> queue_metrics;  // null: none
+  // The process's shared caches (started by whoever calls start() first, stopped by their
+  // owner after the controller; their resync period applies instead of resync_period). Null:
+  // the controller makes and stops its own.
+  std::shared_ptr<informer::InformerFactory> informers;
   ReconcileObserver on_reconcile;  // called by the worker after every pass; null: none
 };
 

@@ -9,18 +9,15 @@
 
 #include "catalog/catalog.h"
 #include "catalog/model.h"
-#include "informer/informer.h"
+#include "informer/factory.h"
 #include "validator/certs.h"
 #include "validator/rules/handler.h"
 
 namespace kstack::validator {
 namespace {
 
-informer::ReflectorOptions watch_all(const kube::ResourceType& type, std::string ns = {}) {
-  informer::ReflectorOptions o;
-  o.type = type;
-  o.namespace_name = std::move(ns);
-  return o;
+informer::InformerScope watch_all(const kube::ResourceType& type, std::string ns = {}) {
+  return {type, std::move(ns), {}, {}};
 }
 
 class WebhookImpl final : public Webhook {
@@ -31,16 +28,19 @@ class WebhookImpl final : public Webhook {
 
   kube::Result<void> start() {
     // Informers: the rules read the catalog from these caches only (docs/spec.md §3).
-    informer::InformerOptions no_resync{.resync_period = std::chrono::milliseconds(0)};
-    apptypes_ = std::make_unique<informer::Informer>(
-        client_, watch_all(catalog::resources::kAppTypes), no_resync);
-    stacks_ = std::make_unique<informer::Informer>(client_, watch_all(catalog::resources::kStacks),
-                                                   no_resync);
-    configs_ = std::make_unique<informer::Informer>(
-        client_, watch_all(catalog::resources::kKStackConfigs, options_.system_namespace),
-        no_resync);
-    classes_ = std::make_unique<informer::Informer>(
-        client_, watch_all(catalog::resources::kStorageClasses), no_resync);
+    // Shared with the controller where the scopes are equal (the KStackConfig's is the
+    // controller's: the rules read that one object only).
+    factory_ = options_.informers;
+    if (!factory_) {
+      factory_ = std::make_shared<informer::InformerFactory>(client_);
+      own_factory_ = true;
+    }
+    apptypes_ = &factory_->informer(watch_all(catalog::resources::kAppTypes));
+    stacks_ = &factory_->informer(watch_all(catalog::resources::kStacks));
+    auto config = watch_all(catalog::resources::kKStackConfigs, options_.system_namespace);
+    config.field_selector = fmt::format("metadata.name={}", catalog::kConfigName);
+    configs_ = &factory_->informer(config);
+    classes_ = &factory_->informer(watch_all(catalog::resources::kStorageClasses));
     catalog::CatalogOptions co;
     co.system_namespace = options_.system_namespace;
     catalog_ = std::make_unique<catalog::Catalog>(
@@ -50,12 +50,12 @@ class WebhookImpl final : public Webhook {
     RulesOptions ro;
     if (!options_.operator_username.empty()) ro.operator_username = options_.operator_username;
     rules_ = std::make_unique<RulesHandler>(*catalog_, ro);
-    for (auto* inf : {apptypes_.get(), stacks_.get(), configs_.get(), classes_.get()}) inf->start();
-    const std::pair<const char*, informer::Informer*> caches[] = {
-        {"apptypes", apptypes_.get()},
-        {"stacks", stacks_.get()},
-        {"kstackconfigs", configs_.get()},
-        {"storageclasses", classes_.get()}};
+    factory_->start();
+    const std::pair<const char*, informer::SharedInformer*> caches[] = {
+        {"apptypes", apptypes_},
+        {"stacks", stacks_},
+        {"kstackconfigs", configs_},
+        {"storageclasses", classes_}};
     for (const auto& [name, inf] : caches) {
       if (!inf->wait_for_sync(options_.informer_sync_timeout)) {
         return kube::make_error(
@@ -127,8 +127,8 @@ class WebhookImpl final : public Webhook {
   std::uint16_t port() const override { return server_ ? server_->port() : 0; }
 
   bool ready() const override {
-    return server_ && server_->serving() && apptypes_->has_synced() && stacks_->has_synced() &&
-           configs_->has_synced() && classes_->has_synced();
+    return server_ && server_->serving() && apptypes_ && apptypes_->has_synced() &&
+           stacks_->has_synced() && configs_->has_synced() && classes_->has_synced();
   }
 
   ServerStats stats() const override { return server_ ? server_->stats() : ServerStats{}; }
@@ -139,15 +139,16 @@ class WebhookImpl final : public Webhook {
     if (cert_thread_.joinable()) cert_thread_.join();
     if (watcher_) watcher_->stop();
     if (server_) server_->stop();
-    for (auto* inf : {apptypes_.get(), stacks_.get(), configs_.get(), classes_.get()}) {
-      if (inf) inf->stop();
-    }
+    if (own_factory_) factory_->stop();
   }
 
  private:
   std::shared_ptr<kube::Client> client_;
   WebhookOptions options_;
-  std::unique_ptr<informer::Informer> apptypes_, stacks_, configs_, classes_;
+  std::shared_ptr<informer::InformerFactory> factory_;
+  bool own_factory_ = false;
+  informer::SharedInformer *apptypes_ = nullptr, *stacks_ = nullptr, *configs_ = nullptr,
+                           *classes_ = nullptr;
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<RulesHandler> rules_;
   std::unique_ptr<CertManager> certs_;

@@ -14,6 +14,10 @@
 #include "kube/error.h"
 #include "validator/server.h"
 
+namespace kstack::informer {
+class InformerFactory;
+}
+
 namespace kstack::validator {
 
 struct WebhookOptions {
@@ -29,6 +33,9 @@ struct WebhookOptions {
   std::string cert_file;
   std::string key_file;
   std::chrono::milliseconds informer_sync_timeout{60'000};
+  // The process's shared caches (the operator's, also used by the controller; their owner
+  // stops them after the webhook). Null: the webhook makes and stops its own.
+  std::shared_ptr<informer::InformerFactory> informers;
 };
 
 class Webhook {
@@ -41,7 +48,8 @@ class Webhook {
   virtual void stop() = 0;
 };
 
-// Starts informers, waits for their first sync, obtains a certificate, starts serving.
+// Starts (or joins) the informers, waits for their first sync, obtains a certificate, starts
+// serving.
 kube::Result<std::unique_ptr<Webhook>> start_webhook(std::shared_ptr<kube::Client> client,
                                                      WebhookOptions options);
 

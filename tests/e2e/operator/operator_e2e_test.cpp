@@ -421,5 +421,40 @@ TEST_F(OperatorE2E, ALeaderThatCannotRenewItsLeaseExitsNonZero) {
   EXPECT_NE(op.log_tail(20).find("lost the Lease"), std::string::npos) << op.log_tail();
 }
 
+// (g) One cache per kind in the process: the controller and the webhook share their informers
+// (informer/factory.h), so each kind is listed and watched once (kstack_informers counts every
+// informer running, whoever started it); and both still work from the shared caches.
+TEST_F(OperatorE2E, EachKindHasOneInformerSharedByTheControllerAndTheWebhook) {
+  OperatorFlags flags;
+  flags.webhook_port = free_port();
+  ASSERT_TRUE(register_webhook(flags.webhook_port));
+  auto& op = start(flags);
+  auto ready = op.wait_ready(kReadyTimeout);  // every informer is started before /readyz is 200
+  ASSERT_TRUE(ready) << ready.error();
+  const std::string scraped = op.metrics();
+  const std::pair<const char*, const char*> kinds[] = {
+      {"kstack.io", "stacks"},        {"kstack.io", "apptypes"},
+      {"kstack.io", "kstackconfigs"}, {"storage.k8s.io", "storageclasses"},
+      {"apps", "statefulsets"},       {"", "services"},
+      {"", "persistentvolumeclaims"}, {"", "pods"}};
+  for (const auto& [group, resource] : kinds) {
+    EXPECT_EQ(metric_sum(
+                  scraped, "kstack_informers",
+                  {fmt::format(R"(group="{}")", group), fmt::format(R"(resource="{}")", resource)}),
+              1.0)
+        << group << "/" << resource << " in:\n"
+        << scraped;
+  }
+  EXPECT_EQ(metric_sum(scraped, "kstack_informers"), 8.0) << scraped;
+
+  // The webhook finds the AppType in the shared cache (else it refuses the Stack) and the
+  // controller converges the Stack from it.
+  auto bundle = wait_ca_bundle(30s);
+  ASSERT_TRUE(bundle) << bundle.error();
+  ASSERT_NO_FATAL_FAILURE(create_tiny_stack("shared"));
+  auto converged = wait_stack_ready(*client_, ns_, "shared");
+  ASSERT_TRUE(converged) << converged.error();
+}
+
 }  // namespace
 }  // namespace kstack::testenv::e2e

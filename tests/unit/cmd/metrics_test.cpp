@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include "informer/factory.h"
 #include "informer/work_queue.h"
+#include "tests/unit/informer/fake_api.h"
 
 namespace kstack::cmd {
 namespace {
@@ -97,6 +99,20 @@ TEST(OperatorMetrics, TheAdmissionServerLimitsAreExportedOnlyWhileAServerIsSet) 
   EXPECT_TRUE(has_line(m.scrape(), "kstack_admission_inflight_body_bytes 0"));
   m.set_admission_server(nullptr);
   EXPECT_EQ(m.scrape().find("kstack_admission_inflight_body_bytes"), std::string::npos);
+}
+
+TEST(OperatorMetrics, InformersRunningInTheProcessAreCountedByResource) {
+  OperatorMetrics m(nullptr, OperatorMetricsOptions{});
+  auto [client, api] = informer::testing::FakeApi::client();
+  const std::string line = R"(kstack_informers{group="",resource="configmaps"} )";
+  informer::InformerFactory factory(client);
+  factory.informer({kube::resources::kConfigMaps, "a", {}, {}});
+  factory.informer({kube::resources::kConfigMaps, "b", {}, {}});
+  factory.informer({kube::resources::kConfigMaps, "a", {}, {}});  // shared with the first
+  factory.start();
+  EXPECT_TRUE(has_line(m.scrape(), line + "2")) << m.scrape();
+  factory.stop();
+  EXPECT_EQ(m.scrape().find(line), std::string::npos) << m.scrape();
 }
 
 }  // namespace
