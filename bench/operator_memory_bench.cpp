@@ -23,11 +23,8 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <arpa/inet.h>
 #include <boost/json.hpp>
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "bench/reconciler/bench_cluster.h"
@@ -61,21 +58,6 @@ struct Figures {
   std::map<std::string, double> watches;    // by resource, from the API server
   std::map<std::string, double> informers;  // kstack_informers by resource; empty: no gauge
 };
-
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  std::uint16_t port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  if (fd >= 0) ::close(fd);
-  return port;
-}
 
 // GET http://127.0.0.1:<port><path> (curl, argv: no shell); {status, body}, status 0 if none.
 std::pair<int, std::string> http_get(std::uint16_t port, const std::string& path) {
@@ -150,13 +132,13 @@ tl::expected<void, std::string> create_objects(kube::Client& client, int stacks)
 tl::expected<Figures, std::string> measure(const testenv::ControlPlane& cp, kube::Client& admin,
                                            const std::string& binary, const Options& o) {
   const auto before = server_watches(admin);
-  const std::uint16_t metrics_port = free_port(), probe_port = free_port();
+  const std::uint16_t metrics_port = testenv::free_port(), probe_port = testenv::free_port();
   std::vector<std::string> argv = {binary,
                                    "operator",
                                    "--kubeconfig=" + cp.kubeconfig().string(),
                                    std::string("--namespace=") + kOperatorNamespace,
                                    "--bind-address=127.0.0.1",
-                                   fmt::format("--webhook-port={}", free_port()),
+                                   fmt::format("--webhook-port={}", testenv::free_port()),
                                    fmt::format("--metrics-port={}", metrics_port),
                                    fmt::format("--probe-port={}", probe_port),
                                    "--webhook-url-host=127.0.0.1",
@@ -229,13 +211,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(cli, argc, argv);
   if (o.binaries.empty()) o.binaries.push_back(KSTACK_BINARY);
 
-  auto cp = testenv::ControlPlane::start({});
+  auto cp = bench::start_with_crds(o.source);
   if (!cp) {
-    fmt::print(stderr, "control plane: {}\n", cp.error());
-    return 1;
-  }
-  if (auto ok = bench::install_crds(**cp, std::filesystem::path(o.source) / "deploy/crds"); !ok) {
-    fmt::print(stderr, "{}\n", ok.error());
+    fmt::print(stderr, "{}\n", cp.error());
     return 1;
   }
   auto admin = bench::admin_client(**cp);

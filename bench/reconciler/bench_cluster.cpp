@@ -37,6 +37,14 @@ tl::expected<void, std::string> install_crds(const testenv::ControlPlane& cp,
   return {};
 }
 
+tl::expected<std::unique_ptr<testenv::ControlPlane>, std::string> start_with_crds(
+    const std::filesystem::path& source) {
+  auto cp = testenv::ControlPlane::start({});
+  if (!cp) return tl::unexpected("control plane: " + cp.error());
+  if (auto ok = install_crds(**cp, source / "deploy/crds"); !ok) return tl::unexpected(ok.error());
+  return std::move(*cp);
+}
+
 std::shared_ptr<kube::Client> admin_client(const testenv::ControlPlane& cp, double qps, int burst) {
   kube::Config c;
   c.server = cp.server();

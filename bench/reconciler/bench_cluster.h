@@ -30,6 +30,10 @@ std::filesystem::path default_source_dir();
 tl::expected<void, std::string> install_crds(const testenv::ControlPlane& cp,
                                              const std::filesystem::path& dir);
 
+// A test control plane (default options) with the CRDs of <source>/deploy/crds Established.
+tl::expected<std::unique_ptr<testenv::ControlPlane>, std::string> start_with_crds(
+    const std::filesystem::path& source);
+
 // An admin client; qps 0 = no client-side rate limit.
 std::shared_ptr<kube::Client> admin_client(const testenv::ControlPlane& cp, double qps = 0,
                                            int burst = 0);

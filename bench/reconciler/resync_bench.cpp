@@ -286,13 +286,9 @@ int main(int argc, char** argv) {
   o.repeat = std::max(1, o.repeat);
   spdlog::set_level(spdlog::level::from_str(log_level));
 
-  auto cp = testenv::ControlPlane::start({});
+  auto cp = bench::start_with_crds(o.source);
   if (!cp) {
-    fmt::print(stderr, "control plane: {}\n", cp.error());
-    return 1;
-  }
-  if (auto ok = bench::install_crds(**cp, std::filesystem::path(o.source) / "deploy/crds"); !ok) {
-    fmt::print(stderr, "{}\n", ok.error());
+    fmt::print(stderr, "{}\n", cp.error());
     return 1;
   }
   auto client = bench::admin_client(**cp);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -78,6 +79,10 @@ tl::expected<ChildProcess, std::string> spawn(std::string name,
 
 // Stops several processes at once: SIGTERM to all, SIGKILL to those still there after `grace`.
 void stop_all(const std::vector<ChildProcess*>& processes, std::chrono::milliseconds grace);
+
+// A free TCP port on 127.0.0.1 (bound, read, closed: a tiny race with other binaries); 0 if
+// none could be had.
+std::uint16_t free_port();
 
 // The last `lines` lines of a (log) file, for error messages.
 std::string tail_file(const std::filesystem::path& path, int lines = 30);

@@ -138,21 +138,6 @@ std::shared_ptr<kube::Client> service_account_client() {
   return *client;
 }
 
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  std::uint16_t port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  if (fd >= 0) ::close(fd);
-  return port;
-}
-
 std::optional<HttpAnswer> http_get(std::uint16_t port, const std::string& path) {
   return http_get("127.0.0.1", port, path);
 }

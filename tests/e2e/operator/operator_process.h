@@ -35,8 +35,7 @@ tl::expected<std::string, std::string> service_account_token();
 // A client with the service account's token.
 std::shared_ptr<kube::Client> service_account_client();
 
-// A free TCP port on 127.0.0.1 (bound, read, closed: a tiny race with other binaries).
-std::uint16_t free_port();
+// free_port(): tests/testenv/process.h.
 
 struct HttpAnswer {
   int status = 0;

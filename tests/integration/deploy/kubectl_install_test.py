@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helm"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "unit", "deploy"))
 import kube_tools  # noqa: E402
-from helm_install_test import Cluster, ControlPlane, check  # noqa: E402
+from helm_install_test import check, run_on_control_plane  # noqa: E402
 
 NS = "kstack-system"
 ONLY_NEWER = "1.21 and later"
@@ -130,13 +130,11 @@ def main(argv):
                              os.path.join(os.path.expanduser("~"), ".cache", "kstack-testenv"))
     kubectl_1_20 = os.path.join(testenv, "bin", "kubectl")
     os.chdir(root)  # the guide's commands are run from the checkout's root
-    cp = None
-    try:
-        blocks = guide_blocks(root)
-        kubectl_1_31 = os.path.join(kube_tools.tools_bin(root), "kubectl")
-        cp = ControlPlane(binary)
-        c = Cluster(root, kube_tools.tools_bin(root), cp.kubeconfig)
-        c.workdir = os.path.dirname(cp.kubeconfig)
+    blocks = guide_blocks(root)
+
+    def steps(c):
+        c.workdir = os.path.dirname(c.kubeconfig)
+        kubectl_1_31 = c.kubectl_bin
         policy = json.loads(c.kubectl("get", "--raw", "/apis/policy"))
         check(policy.get("preferredVersion", {}).get("version") == "v1beta1",
               f"the test control plane serves {policy}: not the 1.20 this test is about")
@@ -147,13 +145,8 @@ def main(argv):
             plain_apply_k_fails_on_1_20(c, kubectl)
             print(f"kubectl_install_test: {label}: plain apply -k refused for the PDB: ok")
             run_block(c, kubectl, blocks["uninstall"], skip_newer=True)
-    except (kube_tools.ToolError, AssertionError) as e:
-        print(f"kubectl_install_test: FAILED: {e}")
-        return 1
-    finally:
-        if cp:
-            cp.stop()
-    return 0
+
+    return run_on_control_plane("kubectl_install_test", root, binary, steps)
 
 
 if __name__ == "__main__":

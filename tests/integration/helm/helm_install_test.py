@@ -150,27 +150,34 @@ def uninstall_keeps_crds_and_stacks(c):
     check(c.names("apptypes", "-A") == ["redis"], "the AppType did not survive uninstall")
 
 
-def main(argv):
-    if len(argv) != 3:
-        print(__doc__)
-        return 2
-    root, binary = os.path.abspath(argv[1]), argv[2]
+def run_on_control_plane(name, root, binary, body):
+    """Starts `kstack-testenv up`, calls body(Cluster), stops it; 0, or 1 with why it failed."""
     cp = None
     try:
         tools = kube_tools.tools_bin(root)
         cp = ControlPlane(binary)
-        c = Cluster(root, tools, cp.kubeconfig)
-        for step in (install_on_1_20_leaves_the_pdb_out, upgrade_keeps_the_ca_bundle,
-                     uninstall_keeps_crds_and_stacks):
-            step(c)
-            print(f"helm_install_test: {step.__name__.replace('_', ' ')}: ok")
+        body(Cluster(root, tools, cp.kubeconfig))
     except (kube_tools.ToolError, AssertionError) as e:
-        print(f"helm_install_test: FAILED: {e}")
+        print(f"{name}: FAILED: {e}")
         return 1
     finally:
         if cp:
             cp.stop()
     return 0
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__)
+        return 2
+
+    def steps(c):
+        for step in (install_on_1_20_leaves_the_pdb_out, upgrade_keeps_the_ca_bundle,
+                     uninstall_keeps_crds_and_stacks):
+            step(c)
+            print(f"helm_install_test: {step.__name__.replace('_', ' ')}: ok")
+
+    return run_on_control_plane("helm_install_test", os.path.abspath(argv[1]), argv[2], steps)
 
 
 if __name__ == "__main__":
