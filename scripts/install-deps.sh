@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libexpected-dev libarchive-dev zlib1g-dev prometheus-cpp-dev
   clang clang-tidy clang-format lld libclang-rt-14-dev
-  curl ca-certificates bubblewrap python3 python3-yaml
+  curl ca-certificates bubblewrap python3 python3-yaml dnsmasq-base
 )
 
 missing=()

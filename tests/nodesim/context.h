@@ -54,9 +54,12 @@ struct Options {
   // (default: containers are ready once running). For processes a test runs on a pod's IP.
   bool http_probes = false;
   // Pod IPs: the .2 to .254 of this /24 (validated by main). The default is loopback, which
-  // the API server refuses in Endpoints; a test that needs Endpoints gives a /24 that is local
-  // in its network namespace (tests/e2e/deploy).
+  // the API server refuses in Endpoints; the e2e launcher gives each node a /24 that is local
+  // in the test's pod network (tests/nodesim/testing/pod_network.h).
   std::string pod_cidr = "127.0.0.0/24";
+  // The cluster DNS server's IPv4 address for the sandboxes' /etc/resolv.conf (with the
+  // cluster.local search path); "" = a copy of the host's.
+  std::string cluster_dns;
 };
 
 namespace resources {

@@ -14,6 +14,7 @@
 #include "tests/nodesim/pod_config.h"
 #include "tests/nodesim/pod_status.h"
 #include "tests/nodesim/probe.h"
+#include "tests/nodesim/probe_exec.h"
 
 namespace kstack::nodesim {
 
@@ -134,7 +135,13 @@ json::value state_json(const PodState& state) {
 
 }  // namespace
 
-Kubelet::Kubelet(Context& ctx) : ctx_(ctx), queue_(queue_options("kubelet")) {}
+Kubelet::Kubelet(Context& ctx)
+    : ctx_(ctx),
+      queue_(queue_options("kubelet")),
+      // Containers that run a command get every probe; idle ones (no command: nothing of theirs
+      // would answer) only their httpGet readiness probe, with --http-probes.
+      prober_([](const json::value& container) { return arr(container, "/command") != nullptr; },
+              ctx.options.http_probes) {}
 
 Kubelet::~Kubelet() { stop(); }
 
@@ -192,11 +199,26 @@ void Kubelet::start() {
   workers_ = std::make_unique<informer::Workers>(
       queue_, ctx_.options.kubelet_workers,
       [this](const std::string& key) { return reconcile(key); });
+  exit_watcher_ = std::thread([this] { watch_exits(); });
   enqueue_all();
 }
 
 void Kubelet::stop() {
+  {
+    std::lock_guard lock(exit_mu_);
+    stopping_ = true;
+  }
+  exit_cv_.notify_all();
+  if (exit_watcher_.joinable()) exit_watcher_.join();
   if (workers_) workers_->stop();
+}
+
+void Kubelet::watch_exits() {
+  constexpr auto kExitPollInterval = std::chrono::milliseconds(200);
+  std::unique_lock lock(exit_mu_);
+  while (!exit_cv_.wait_for(lock, kExitPollInterval, [this] { return stopping_; })) {
+    for (const auto& key : ctx_.runtime->reap_exited()) queue_.add(key);
+  }
 }
 
 void Kubelet::enqueue_all() {
@@ -221,15 +243,16 @@ WorkResult Kubelet::reconcile(const std::string& key) {
 
   const std::string uid = str(*pod, "/metadata/uid");
   if (ctx_.runtime->has_pod(uid)) {
-    ctx_.runtime->restart_dead_containers(uid);
+    const auto next_restart = ctx_.runtime->restart_due(uid);
     auto state = ctx_.runtime->pod_state(uid);
     if (!state) return WorkResult::success();
-    const auto next_probe = probe_readiness(*pod, *state);
+    auto next = run_probes(*pod, *state);
+    if (next_restart) next = next ? std::min(*next, *next_restart) : *next_restart;
     auto desired = running_status(*pod, *state, now_time());
     if (status_needs_update(*pod, desired)) {
       if (auto r = patch_status(*pod, desired); !r) return WorkResult::retry(r.error().to_string());
     }
-    return next_probe ? WorkResult::requeue_after(*next_probe) : WorkResult::success();
+    return next ? WorkResult::requeue_after(*next) : WorkResult::success();
   }
   if (pod_terminated(*pod)) return WorkResult::success();
   return start_pod(*pod);
@@ -365,7 +388,7 @@ WorkResult Kubelet::start_pod(const json::value& pod) {
   if (!state) {
     return pending("CreateContainerError", state.error(), WorkResult::retry(state.error()));
   }
-  const auto next_probe = probe_readiness(pod, *state);
+  const auto next_probe = run_probes(pod, *state);
   auto desired = running_status(pod, *state, now_time());
   if (auto r = patch_status(pod, desired); !r) return WorkResult::retry(r.error().to_string());
   spdlog::info("pod {} running (ip {})", key, state->pod_ip);
@@ -392,10 +415,44 @@ kube::Result<void> Kubelet::patch_status(const json::value& pod, const json::obj
   return {};
 }
 
-std::optional<std::chrono::milliseconds> Kubelet::probe_readiness(const json::value& pod,
-                                                                  PodState& state) {
-  if (!ctx_.options.http_probes) return std::nullopt;
-  return prober_.probe(pod, state);
+std::optional<std::chrono::milliseconds> Kubelet::run_probes(const json::value& pod,
+                                                             PodState& state) {
+  const std::string ns = str(pod, "/metadata/namespace");
+  const std::string name = str(pod, "/metadata/name");
+  auto run = [&](const ProbeSpec& probe,
+                 const std::string& container) -> tl::expected<void, std::string> {
+    switch (probe.action) {
+      case ProbeAction::kHttpGet:
+        return run_http_get(probe);
+      case ProbeAction::kTcpSocket:
+        return run_tcp_socket(probe);
+      case ProbeAction::kExec:
+        break;
+    }
+    auto target = ctx_.runtime->exec_target(ns, name, state.uid, container);
+    if (!target) return tl::unexpected(target.error().message);
+    return run_exec_probe(*target, probe.command, probe.timeout);
+  };
+  auto outcome = prober_.probe(pod, state, std::chrono::steady_clock::now(), run);
+  if (outcome.kill.empty()) return outcome.next;
+  for (const auto& container : outcome.kill) {
+    spdlog::info("pod {}/{}: container {} failed its probe; killing it", ns, name, container);
+    ctx_.runtime->kill_container(state.uid, container);
+  }
+  if (auto after = ctx_.runtime->pod_state(state.uid)) {
+    // The verdicts of the containers that were not killed stand.
+    for (auto& c : after->containers) {
+      for (const auto& before : state.containers) {
+        if (before.id == c.id && c.running()) {
+          c.readiness = before.readiness;
+          c.started = before.started;
+        }
+      }
+    }
+    state = std::move(*after);
+  }
+  // At once: a restart without back-off is due now (Runtime::restart_due).
+  return std::chrono::milliseconds(0);
 }
 
 tl::expected<json::value, ControlError> Kubelet::restart(const std::string& ns,

@@ -5,9 +5,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <boost/json/value.hpp>
 #include <tl/expected.hpp>
@@ -62,14 +65,22 @@ class Kubelet {
   tl::expected<boost::json::value, ControlError> report(const boost::json::value& pod,
                                                         const PodState& state);
   bool mine(const boost::json::value& pod) const;
-  // --http-probes: the readiness verdicts in `state`, and when to look again (ReadinessProber).
-  std::optional<std::chrono::milliseconds> probe_readiness(const boost::json::value& pod,
-                                                           PodState& state);
+  // Runs the pod's probes that are due (Prober): verdicts into `state`, containers whose
+  // liveness or startup probe failed killed; when to look again.
+  std::optional<std::chrono::milliseconds> run_probes(const boost::json::value& pod,
+                                                      PodState& state);
+
+  // Every 200 ms: containers whose process ended (Runtime::reap_exited) get their pod queued.
+  void watch_exits();
 
   Context& ctx_;
   informer::WorkQueue queue_;
+  std::thread exit_watcher_;
+  std::mutex exit_mu_;
+  std::condition_variable exit_cv_;
+  bool stopping_ = false;
   std::unique_ptr<informer::Workers> workers_;
-  ReadinessProber prober_;
+  Prober prober_;
 };
 
 }  // namespace kstack::nodesim

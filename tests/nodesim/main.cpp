@@ -92,6 +92,9 @@ int main(int argc, char** argv) {
         return ok ? std::string() : "expected an IPv4 /24 such as 10.244.0.0/24, got " + cidr;
       })
       ->capture_default_str();
+  app.add_option("--cluster-dns", o.cluster_dns,
+                 "IPv4 address of the cluster DNS server the sandboxes' resolv.conf names "
+                 "(default: the host's resolv.conf)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   try {

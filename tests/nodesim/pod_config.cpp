@@ -130,6 +130,13 @@ tl::expected<PodConfig, std::string> build_pod_config(const json::value& pod,
       cc.image = str(c, "/image");
       cc.working_dir = str(c, "/workingDir");
       cc.env = container_env(pod, c, config.hostname, notes);
+      cc.command = container_command(c, cc.env);
+      if (cc.command.empty() && arr(c, "/args") != nullptr) {
+        notes.push_back(
+            fmt::format("container {}: args without a command (the image's "
+                        "entrypoint is unknown); the container idles",
+                        cc.name));
+      }
       if (const auto* mounts = arr(c, "/volumeMounts")) {
         for (const auto& m : *mounts) {
           std::string name = str(m, "/name");
@@ -158,7 +165,29 @@ tl::expected<PodConfig, std::string> build_pod_config(const json::value& pod,
     }
   }
   if (config.containers.empty()) return tl::unexpected(std::string("pod has no containers"));
+  if (auto policy = str(pod, "/spec/restartPolicy"); !policy.empty()) {
+    config.restart_policy = policy;
+  }
   return config;
+}
+
+std::vector<std::string> container_command(const json::value& container,
+                                           const std::vector<std::string>& env) {
+  const auto* command = arr(container, "/command");
+  if (command == nullptr || command->empty()) return {};
+  std::vector<std::pair<std::string, std::string>> vars;
+  for (const auto& kv : env) {
+    const auto eq = kv.find('=');
+    vars.emplace_back(kv.substr(0, eq), eq == std::string::npos ? "" : kv.substr(eq + 1));
+  }
+  std::vector<std::string> argv;
+  for (const char* field : {"/command", "/args"}) {
+    if (const auto* list = arr(container, field)) {
+      for (const auto& a : *list)
+        argv.push_back(expand(a.is_string() ? std::string(a.get_string()) : "", vars));
+    }
+  }
+  return argv;
 }
 
 }  // namespace kstack::nodesim

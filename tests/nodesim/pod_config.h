@@ -42,4 +42,10 @@ std::vector<std::string> container_env(const boost::json::value& pod,
                                        const std::string& hostname,
                                        std::vector<std::string>& notes);
 
+// command + args of a container, with $(VAR) references to `env` (KEY=VALUE, as
+// container_env) expanded as the kubelet does; empty when the container has no command (the
+// image's entrypoint, unknown here).
+std::vector<std::string> container_command(const boost::json::value& container,
+                                           const std::vector<std::string>& env);
+
 }  // namespace kstack::nodesim

@@ -27,8 +27,15 @@ struct ContainerState {
   std::string started_at;
   std::optional<Termination> terminated;        // the container is not running
   std::optional<Termination> last_termination;  // lastState after a restart
+  // Not running, to be restarted after a back-off (state.waiting: CrashLoopBackOff).
+  std::string waiting_reason;
+  std::string waiting_message;
   // The readiness probe's verdict (--http-probes); nullopt: not probed, ready while running.
   std::optional<bool> readiness;
+  // The startup probe's verdict; nullopt: none, started once running.
+  std::optional<bool> started;
+
+  bool running() const { return !terminated && waiting_reason.empty(); }
 };
 
 struct PodState {

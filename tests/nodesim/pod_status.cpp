@@ -61,17 +61,20 @@ json::object container_status(const ContainerState& c) {
                  {"imageID", std::string(kContainerIdPrefix) + c.image},
                  {"containerID", c.id},
                  {"restartCount", c.restart_count}};
-  bool running = !c.terminated.has_value();
+  bool running = c.running();
   if (running) {
     s["state"] = json::object{{"running", json::object{{"startedAt", c.started_at}}}};
+  } else if (!c.waiting_reason.empty()) {
+    s["state"] = json::object{
+        {"waiting", json::object{{"reason", c.waiting_reason}, {"message", c.waiting_message}}}};
   } else {
     s["state"] = json::object{{"terminated", termination_json(*c.terminated)}};
   }
   if (c.last_termination) {
     s["lastState"] = json::object{{"terminated", termination_json(*c.last_termination)}};
   }
-  s["ready"] = running && c.readiness.value_or(true);
-  s["started"] = running;
+  s["ready"] = running && c.started.value_or(true) && c.readiness.value_or(true);
+  s["started"] = running && c.started.value_or(true);
   return s;
 }
 
@@ -135,13 +138,28 @@ bool contained(const json::value& desired, const json::value* current) {
 
 }  // namespace
 
+std::string_view phase(const PodState& state) {
+  if (state.failed) return "Failed";
+  // Every container terminated for good (restartPolicy Never or OnFailure): the pod is done.
+  const auto& cs = state.containers;
+  if (cs.empty() || !std::all_of(cs.begin(), cs.end(), [](const ContainerState& c) {
+        return c.terminated.has_value();
+      })) {
+    return "Running";
+  }
+  const bool succeeded = std::all_of(
+      cs.begin(), cs.end(), [](const ContainerState& c) { return c.terminated->exit_code == 0; });
+  return succeeded ? "Succeeded" : "Failed";
+}
+
 json::object running_status(const json::value& pod, const PodState& state, std::string_view now) {
   json::object status;
-  bool failed = state.failed;
+  const auto pod_phase = phase(state);
+  bool failed = pod_phase != "Running";  // completed: not ready, reason PodCompleted
   bool all_ready =
       !state.containers.empty() &&
       std::all_of(state.containers.begin(), state.containers.end(), [](const ContainerState& c) {
-        return !c.terminated && c.readiness.value_or(true);
+        return c.running() && c.started.value_or(true) && c.readiness.value_or(true);
       });
   std::string gate = unmet_readiness_gate(pod);
   bool containers_ready = all_ready && !failed;
@@ -155,7 +173,7 @@ json::object running_status(const json::value& pod, const PodState& state, std::
     ready_message =
         "corresponding condition of pod readiness gate \"" + gate + "\" does not exist.";
   }
-  status["phase"] = failed ? "Failed" : "Running";
+  status["phase"] = pod_phase;
   status["conditions"] =
       conditions(pod, {condition(pod, "Initialized", true, failed ? "PodCompleted" : "", "", now),
                        condition(pod, "Ready", ready, ready_reason, ready_message, now),

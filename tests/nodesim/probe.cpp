@@ -48,34 +48,76 @@ tl::expected<int, std::string> resolve_port(const json::value& container, const 
 
 }  // namespace
 
-std::optional<tl::expected<HttpGetProbe, std::string>> http_get_probe(const json::value& container,
-                                                                      std::string_view which,
-                                                                      const std::string& pod_ip) {
-  const std::string base = "/" + std::string(which);
-  const auto* get = find(container, base + "/httpGet");
-  if (get == nullptr || !get->is_object()) return std::nullopt;
-  const std::string field = std::string(which) + ".httpGet";
-  if (auto scheme = str(*get, "/scheme"); !scheme.empty() && scheme != "HTTP") {
-    return tl::unexpected(fmt::format("{}.scheme {}: only HTTP is probed", field, scheme));
-  }
-  const auto* port = find(*get, "/port");
+namespace {
+
+ProbeTiming timing_of(const json::value& container, const std::string& base) {
+  ProbeTiming t;
+  t.initial_delay = std::chrono::seconds(seconds_at(container, base + "/initialDelaySeconds", 0));
+  t.period = std::chrono::seconds(seconds_at(container, base + "/periodSeconds", 10));
+  t.success_threshold = static_cast<int>(seconds_at(container, base + "/successThreshold", 1));
+  t.failure_threshold = static_cast<int>(seconds_at(container, base + "/failureThreshold", 3));
+  return t;
+}
+
+// tcpSocket/httpGet: port (number or name) and host.
+tl::expected<void, std::string> read_endpoint(const json::value& container,
+                                              const json::value& action, const std::string& field,
+                                              const std::string& pod_ip, ProbeSpec& probe) {
+  const auto* port = find(action, "/port");
   if (port == nullptr) return tl::unexpected(field + ".port is missing");
   auto number = resolve_port(container, *port, field + ".port");
   if (!number) return tl::unexpected(number.error());
-  HttpGetProbe probe;
-  probe.host = str(*get, "/host").empty() ? pod_ip : str(*get, "/host");
   probe.port = *number;
-  if (auto path = str(*get, "/path"); !path.empty()) probe.path = path;
-  probe.period = std::chrono::seconds(seconds_at(container, base + "/periodSeconds", 10));
-  probe.timeout = std::chrono::seconds(seconds_at(container, base + "/timeoutSeconds", 1));
-  probe.initial_delay =
-      std::chrono::seconds(seconds_at(container, base + "/initialDelaySeconds", 0));
-  probe.failure_threshold = static_cast<int>(seconds_at(container, base + "/failureThreshold", 3));
-  return probe;
+  probe.host = str(action, "/host").empty() ? pod_ip : str(action, "/host");
+  return {};
 }
 
-tl::expected<void, std::string> run_http_get(const HttpGetProbe& probe) {
-  const std::string where = fmt::format("http://{}:{}{}", probe.host, probe.port, probe.path);
+}  // namespace
+
+std::optional<tl::expected<ProbeSpec, std::string>> parse_probe(const json::value& container,
+                                                                std::string_view which,
+                                                                const std::string& pod_ip) {
+  const std::string base = "/" + std::string(which);
+  const auto* spec = find(container, base);
+  if (spec == nullptr || !spec->is_object()) return std::nullopt;
+  ProbeSpec probe;
+  probe.timing = timing_of(container, base);
+  probe.timeout = std::chrono::seconds(seconds_at(container, base + "/timeoutSeconds", 1));
+  const std::string name(which);
+  if (const auto* get = find(*spec, "/httpGet"); get != nullptr && get->is_object()) {
+    const std::string field = name + ".httpGet";
+    if (auto scheme = str(*get, "/scheme"); !scheme.empty() && scheme != "HTTP") {
+      return tl::unexpected(fmt::format("{}.scheme {}: only HTTP is probed", field, scheme));
+    }
+    probe.action = ProbeAction::kHttpGet;
+    if (auto r = read_endpoint(container, *get, field, pod_ip, probe); !r) {
+      return tl::unexpected(r.error());
+    }
+    if (auto path = str(*get, "/path"); !path.empty()) probe.path = path;
+    return probe;
+  }
+  if (const auto* tcp = find(*spec, "/tcpSocket"); tcp != nullptr && tcp->is_object()) {
+    probe.action = ProbeAction::kTcpSocket;
+    if (auto r = read_endpoint(container, *tcp, name + ".tcpSocket", pod_ip, probe); !r) {
+      return tl::unexpected(r.error());
+    }
+    return probe;
+  }
+  if (const auto* command = arr(*spec, "/exec/command")) {
+    probe.action = ProbeAction::kExec;
+    for (const auto& a : *command) {
+      if (a.is_string()) probe.command.emplace_back(a.get_string());
+    }
+    if (probe.command.empty()) return tl::unexpected(name + ".exec.command is empty");
+    return probe;
+  }
+  return tl::unexpected(name + ": none of exec, tcpSocket, httpGet (grpc is not probed)");
+}
+
+tl::expected<void, std::string> run_http_get(const ProbeSpec& probe) {
+  const std::string where = probe.action == ProbeAction::kTcpSocket
+                                ? fmt::format("tcp://{}:{}", probe.host, probe.port)
+                                : fmt::format("http://{}:{}{}", probe.host, probe.port, probe.path);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(probe.port));
@@ -91,6 +133,9 @@ tl::expected<void, std::string> run_http_get(const HttpGetProbe& probe) {
   std::string error;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     error = std::string("connect: ") + std::strerror(errno);
+  } else if (probe.action == ProbeAction::kTcpSocket) {
+    ::close(fd);
+    return {};  // connected: all a tcpSocket probe asks
   } else {
     const std::string request = fmt::format(
         "GET {} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: kube-probe/1.20\r\nConnection: "
@@ -119,67 +164,112 @@ tl::expected<void, std::string> run_http_get(const HttpGetProbe& probe) {
   return {};
 }
 
-ReadinessProber::Record ReadinessProber::step(Record record, const HttpGetProbe& probe, bool fresh,
-                                              std::chrono::steady_clock::time_point now,
-                                              const std::string& what) {
-  if (fresh) record.next = now + probe.initial_delay;
-  if (now < record.next) return record;
-  auto result = run_http_get(probe);
-  const bool was_ready = record.ready;
-  record.failures = result ? 0 : record.failures + 1;
-  record.ready = result || (record.ready && record.failures < probe.failure_threshold);
-  if (record.ready != was_ready || fresh) {
-    spdlog::info("{} {} (readiness probe: {})", what, record.ready ? "ready" : "not ready",
-                 result ? "ok" : result.error());
-  }
-  record.next = now + probe.period;
-  return record;
+tl::expected<void, std::string> run_tcp_socket(const ProbeSpec& probe) {
+  return run_http_get(probe);  // the same connection, ending once connected
 }
 
-std::optional<std::chrono::milliseconds> ReadinessProber::probe(const json::value& pod,
-                                                                PodState& state) {
+ProbeTracker Prober::step(const std::string& key, ProbeType type, const Probe& probe,
+                          std::chrono::steady_clock::time_point now, const std::string& container,
+                          const std::string& what, const ProbeRunner& run,
+                          std::optional<std::chrono::milliseconds>& next) {
+  std::optional<ProbeTracker> tracker;
+  bool fresh = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = trackers_.find(key);
+    if (it == trackers_.end()) {
+      it = trackers_.emplace(key, ProbeTracker(type, probe.spec.timing, now)).first;
+      fresh = true;
+    }
+    tracker = it->second;
+  }
+  if (tracker->due(now)) {
+    // No lock held while probing. A probe that cannot be run fails, as with a kubelet.
+    auto result =
+        probe.error.empty() ? run(probe.spec, container) : tl::unexpected<std::string>(probe.error);
+    const bool changed = tracker->record(result.has_value(), now);
+    if (changed || fresh || (!result && type != ProbeType::kReadiness)) {
+      spdlog::info("{}: {} probe {} ({}; {} failure(s) in a row)", what, probe_type_name(type),
+                   tracker->verdict() ? "passes" : "fails", result ? "ok" : result.error(),
+                   tracker->failures());
+    }
+    std::lock_guard lock(mu_);
+    trackers_.insert_or_assign(key, *tracker);
+  }
+  const auto due = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::max(tracker->next() - now, std::chrono::steady_clock::duration::zero()));
+  next = next ? std::min(*next, due) : due;
+  return *tracker;
+}
+
+bool Prober::started_before(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = trackers_.find(key);
+  return it != trackers_.end() && it->second.verdict();
+}
+
+ProbeOutcome Prober::probe(const json::value& pod, PodState& state,
+                           std::chrono::steady_clock::time_point now, const ProbeRunner& run) {
+  ProbeOutcome outcome;
   const auto* specs = arr(pod, "/spec/containers");
-  if (specs == nullptr) return std::nullopt;
-  std::optional<std::chrono::milliseconds> next;
+  if (specs == nullptr) return outcome;
   for (auto& c : state.containers) {
     auto spec = std::find_if(specs->begin(), specs->end(),
                              [&](const json::value& s) { return str(s, "/name") == c.name; });
-    if (c.terminated || spec == specs->end()) continue;
-    auto probe = http_get_probe(*spec, "readinessProbe", state.pod_ip);
-    if (!probe) continue;
-    const std::string key = state.uid + "/" + c.id;
+    if (!c.running() || spec == specs->end()) continue;
+    const bool all = probe_all_ && probe_all_(*spec);
     const std::string what = fmt::format("pod {}: container {}", informer::object_key(pod), c.name);
-    const auto now = std::chrono::steady_clock::now();
-    Record record;
-    bool fresh = false;
-    {
-      std::lock_guard lock(mu_);
-      auto [it, added] = records_.try_emplace(key);
-      fresh = added;
-      record = it->second;
+    const std::string key = state.uid + "/" + c.id + "/";
+    auto probe_of = [&](std::string_view which) -> std::optional<Probe> {
+      auto parsed = parse_probe(*spec, which, state.pod_ip);
+      if (!parsed) return std::nullopt;
+      if (!*parsed) return Probe{ProbeSpec{}, parsed->error()};
+      return Probe{**parsed, {}};
+    };
+    bool started = true;
+    if (all) {
+      if (auto startup = probe_of("startupProbe")) {
+        // Once it passed, a startup probe is not run again for this container.
+        const auto key_startup = key + "startup";
+        if (!started_before(key_startup)) {
+          auto t = step(key_startup, ProbeType::kStartup, *startup, now, c.name, what, run,
+                        outcome.next);
+          started = t.verdict();
+          if (!started && t.failures() >= std::max(1, startup->spec.timing.failure_threshold)) {
+            outcome.kill.push_back(c.name);
+          }
+        }
+      }
+      c.started = started;
+      auto liveness = probe_of("livenessProbe");
+      if (started && liveness &&
+          !step(key + "liveness", ProbeType::kLiveness, *liveness, now, c.name, what, run,
+                outcome.next)
+               .verdict()) {
+        outcome.kill.push_back(c.name);
+      }
     }
-    if (!*probe) {  // never ready, as a kubelet that cannot run the probe
-      if (fresh) spdlog::warn("{}: {}", what, probe->error());
-    } else {
-      record = step(record, **probe, fresh, now, what);  // no lock held while probing
-      const auto due = std::chrono::duration_cast<std::chrono::milliseconds>(record.next - now);
-      next = next ? std::min(*next, due) : due;
+    if (!all && !idle_http_readiness_) continue;
+    auto readiness = probe_of("readinessProbe");
+    if (!started) c.readiness = false;
+    if (!started || !readiness) continue;
+    // An idle container (no command) only has its httpGet readiness probed (--http-probes).
+    if (!all && (!readiness->error.empty() || readiness->spec.action != ProbeAction::kHttpGet)) {
+      continue;
     }
-    {
-      std::lock_guard lock(mu_);
-      records_[key] = record;
-    }
-    c.readiness = record.ready;
+    c.readiness = step(key + "readiness", ProbeType::kReadiness, *readiness, now, c.name, what, run,
+                       outcome.next)
+                      .verdict();
   }
-  return next;
+  return outcome;
 }
 
-void ReadinessProber::forget(const std::string& pod_uid) {
+void Prober::forget(const std::string& pod_uid) {
   std::lock_guard lock(mu_);
   const std::string prefix = pod_uid + "/";
-  for (auto it = records_.lower_bound(prefix);
-       it != records_.end() && it->first.rfind(prefix, 0) == 0;) {
-    it = records_.erase(it);
+  for (auto it = trackers_.lower_bound(prefix);
+       it != trackers_.end() && it->first.rfind(prefix, 0) == 0;) {
+    it = trackers_.erase(it);
   }
 }
 

@@ -101,12 +101,19 @@ bool child_move_fd(int from, int to) {
 
 tl::expected<SandboxProcess, std::string> start_sandbox(const std::string& bwrap,
                                                         const std::vector<std::string>& args,
+                                                        const std::vector<std::string>& command,
                                                         const std::filesystem::path& log,
                                                         std::chrono::milliseconds timeout) {
   std::vector<std::string> argv = {bwrap};
   argv.insert(argv.end(), args.begin(), args.end());
+  // "ready" goes to the pipe we read; the command's own stdout goes to the log with stderr.
   argv.insert(argv.end(),
-              {"--info-fd", "3", "/usr/bin/sh", "-c", "echo ready; exec sleep infinity"});
+              {"--info-fd", "3", "/usr/bin/sh", "-c", "echo ready; exec \"$@\" >&2", "sh"});
+  if (command.empty()) {
+    argv.insert(argv.end(), {"sleep", "infinity"});
+  } else {
+    argv.insert(argv.end(), command.begin(), command.end());
+  }
   std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"};
   auto c_argv = c_strings(argv);
   auto c_env = c_strings(env);
@@ -190,16 +197,20 @@ void kill_sandbox(SandboxProcess& sandbox) {
   sandbox = {};
 }
 
-bool sandbox_exited(SandboxProcess& sandbox) {
-  if (sandbox.bwrap_pid <= 0) return true;
+std::optional<int> sandbox_exit_code(SandboxProcess& sandbox) {
+  constexpr int kKilled = 128 + SIGKILL;
+  if (sandbox.bwrap_pid <= 0) return kKilled;
   int status = 0;
   pid_t r = ::waitpid(sandbox.bwrap_pid, &status, WNOHANG);
   if (r == sandbox.bwrap_pid || (r < 0 && errno == ECHILD)) {
     ::kill(-sandbox.bwrap_pid, SIGKILL);  // anything left in the group
     sandbox = {};
-    return true;
+    if (r < 0) return kKilled;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return kKilled;
   }
-  return false;
+  return std::nullopt;
 }
 
 // ---- exec -------------------------------------------------------------------------------------

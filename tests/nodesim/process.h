@@ -21,10 +21,13 @@ struct SandboxProcess {
   pid_t init_pid = 0;
 };
 
-// Runs `bwrap <args> sh -c 'echo ready; exec sleep infinity'` with stderr appended to `log`,
-// and returns once the sandbox's mounts are in place (the shell printed "ready").
+// Runs `bwrap <args> sh -c 'echo ready; exec "$@" >&2' sh <command...>` (the command's argv
+// as the shell's positional parameters, never in its script), or `sleep infinity` in its place
+// when `command` is empty, with stdin /dev/null and stdout and stderr appended to `log`; returns
+// once the sandbox's mounts are in place (the shell printed "ready").
 tl::expected<SandboxProcess, std::string> start_sandbox(const std::string& bwrap,
                                                         const std::vector<std::string>& args,
+                                                        const std::vector<std::string>& command,
                                                         const std::filesystem::path& log,
                                                         std::chrono::milliseconds timeout);
 
@@ -32,8 +35,10 @@ tl::expected<SandboxProcess, std::string> start_sandbox(const std::string& bwrap
 // namespace dies with its first process.
 void kill_sandbox(SandboxProcess& sandbox);
 
-// True once bwrap has exited (the sandbox died by itself); reaps it.
-bool sandbox_exited(SandboxProcess& sandbox);
+// The sandbox's exit code once bwrap has exited (it exits as its command did: the code, or
+// 128 + signal), reaping it and killing what is left of its group; nullopt while it runs.
+// A sandbox that was never started or already reaped counts as exited with 137.
+std::optional<int> sandbox_exit_code(SandboxProcess& sandbox);
 
 struct ExecTarget {
   pid_t init_pid = 0;            // the sandbox's first process

@@ -74,6 +74,13 @@ tl::expected<void, std::string> Runtime::start_container(Pod& pod, Container& c)
   spec.root = root;
   spec.hostname = pod.config.hostname;
   spec.hosts_file = hosts_file(pod.config, pod.state.pod_ip);
+  if (!options_.cluster_dns.empty()) {
+    // As the kubelet writes it for dnsPolicy ClusterFirst.
+    spec.resolv_conf = fmt::format(
+        "nameserver {}\nsearch {}.svc.cluster.local svc.cluster.local cluster.local\n"
+        "options ndots:5\n",
+        options_.cluster_dns, pod.config.namespace_name);
+  }
   spec.mounts = c.config.mounts;
   if (auto r = prepare_root(spec); !r) return r;
   for (const auto& m : spec.mounts) {
@@ -81,14 +88,27 @@ tl::expected<void, std::string> Runtime::start_container(Pod& pod, Container& c)
     if (!fs::exists(m.source, ec))
       return tl::unexpected("volume source missing: " + m.source.string());
   }
+  auto args = bwrap_args(spec);
+  if (!c.config.command.empty()) {
+    // The command runs with the container's environment and working directory, as exec does.
+    args.emplace_back("--clearenv");
+    for (const auto& kv : c.config.env) {
+      const auto eq = kv.find('=');
+      args.insert(args.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});
+    }
+    if (!c.config.working_dir.empty()) args.insert(args.end(), {"--chdir", c.config.working_dir});
+  }
   auto process =
-      start_sandbox(options_.bwrap, bwrap_args(spec),
+      start_sandbox(options_.bwrap, args, c.config.command,
                     pod.dir / "containers" / (c.config.name + ".log"), options_.start_timeout);
   if (!process) return tl::unexpected(process.error());
   c.process = *process;
   c.state.id = std::string(kContainerIdPrefix) + random_uuid();
   c.state.started_at = now_time();
   c.state.terminated.reset();
+  c.state.waiting_reason.clear();
+  c.state.waiting_message.clear();
+  c.running_since = std::chrono::steady_clock::now();
   spdlog::info("started container {}/{}/{} as {} (sandbox pid {})", pod.config.namespace_name,
                pod.config.name, c.config.name, c.state.id, c.process.init_pid);
   return {};
@@ -191,6 +211,7 @@ tl::expected<PodState, std::string> Runtime::restart(const std::string& uid,
     c.state.last_termination = Termination{exit_code, exit_code == 0 ? "Completed" : "Error",
                                            c.state.started_at, now_time(), c.state.id};
     c.state.restart_count += 1;
+    c.backoff = {};
     if (auto r = start_container(pod, c); !r) return tl::unexpected(r.error());
   }
   if (!found) return tl::unexpected("no container \"" + container + "\" in the pod");
@@ -205,6 +226,8 @@ tl::expected<PodState, std::string> Runtime::fail(const std::string& uid, int ex
   pod.state.failed = true;
   for (auto& c : pod.containers) {
     kill_sandbox(c.process);
+    c.state.waiting_reason.clear();
+    c.state.waiting_message.clear();
     if (!c.state.terminated) {
       c.state.terminated = Termination{exit_code, exit_code == 0 ? "Completed" : "Error",
                                        c.state.started_at, now_time(), c.state.id};
@@ -213,27 +236,81 @@ tl::expected<PodState, std::string> Runtime::fail(const std::string& uid, int ex
   return snapshot(pod);
 }
 
-std::optional<PodState> Runtime::restart_dead_containers(const std::string& uid) {
+void Runtime::container_exited(const Pod& pod, Container& c, int exit_code) {
+  const Termination t{exit_code, exit_code == 0 ? "Completed" : "Error", c.state.started_at,
+                      now_time(), c.state.id};
+  const auto& policy = pod.config.restart_policy;
+  const bool restart = policy == "Always" || (policy == "OnFailure" && exit_code != 0);
+  spdlog::info("container {}/{}/{} ({}) exited with {}; restartPolicy {}: {}",
+               pod.config.namespace_name, pod.config.name, c.config.name, c.state.id, exit_code,
+               policy, restart ? "restarting it" : "it stays terminated");
+  if (!restart) {
+    c.state.terminated = t;
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (now - c.running_since >= options_.backoff.reset_after) c.backoff = {};
+  c.state.last_termination = t;
+  c.state.waiting_reason = "CrashLoopBackOff";
+  c.state.waiting_message =
+      fmt::format("back-off {}s restarting failed container={} pod={}_{}", c.backoff.count(),
+                  c.config.name, pod.config.name, pod.config.namespace_name);
+  c.restart_at = now + c.backoff;
+  c.backoff = c.backoff.count() == 0 ? options_.backoff.initial
+                                     : std::min(c.backoff * 2, options_.backoff.max);
+}
+
+std::vector<std::string> Runtime::reap_exited() {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> keys;
+  for (auto& [uid, pod] : pods_) {
+    if (pod.state.failed) continue;
+    bool changed = false;
+    for (auto& c : pod.containers) {
+      if (c.process.bwrap_pid <= 0) continue;  // not running: terminated or backing off
+      const auto code = sandbox_exit_code(c.process);
+      if (!code) continue;
+      container_exited(pod, c, *code);
+      changed = true;
+    }
+    if (changed) keys.push_back(pod.config.namespace_name + "/" + pod.config.name);
+  }
+  return keys;
+}
+
+std::optional<std::chrono::milliseconds> Runtime::restart_due(const std::string& uid) {
   std::lock_guard lock(mu_);
   auto it = pods_.find(uid);
   if (it == pods_.end() || it->second.state.failed) return std::nullopt;
   Pod& pod = it->second;
-  bool changed = false;
+  const auto now = std::chrono::steady_clock::now();
+  std::optional<std::chrono::milliseconds> next;
   for (auto& c : pod.containers) {
-    if (c.state.terminated || !sandbox_exited(c.process)) continue;
-    spdlog::warn("container {}/{}/{} ({}) died; restarting it", pod.config.namespace_name,
-                 pod.config.name, c.config.name, c.state.id);
-    c.state.last_termination =
-        Termination{137, "Error", c.state.started_at, now_time(), c.state.id};
+    if (c.state.waiting_reason.empty()) continue;
+    if (c.restart_at > now) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c.restart_at - now);
+      next = next ? std::min(*next, left) : left;
+      continue;
+    }
     c.state.restart_count += 1;
     if (auto r = start_container(pod, c); !r) {
-      spdlog::error("restarting {}: {}", c.config.name, r.error());
-      c.state.terminated = Termination{137, "Error", c.state.started_at, now_time(), c.state.id};
+      spdlog::error("restarting {}/{}/{}: {}", pod.config.namespace_name, pod.config.name,
+                    c.config.name, r.error());
+      container_exited(pod, c, 128);  // kubelet: StartError, exit code 128
     }
-    changed = true;
   }
-  if (!changed) return std::nullopt;
-  return snapshot(pod);
+  return next;
+}
+
+void Runtime::kill_container(const std::string& uid, const std::string& container) {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end() || it->second.state.failed) return;
+  for (auto& c : it->second.containers) {
+    if (c.config.name != container || c.process.bwrap_pid <= 0) continue;
+    kill_sandbox(c.process);
+    container_exited(it->second, c, 137);
+  }
 }
 
 void Runtime::remove_pod(const std::string& uid) {
@@ -262,7 +339,7 @@ tl::expected<ExecTarget, LookupFailure> Runtime::exec_target(const std::string& 
     if (!uid.empty() && uid != pod_uid) continue;
     for (const auto& c : pod.containers) {
       if (c.config.name != container) continue;
-      if (c.state.terminated || c.process.init_pid <= 0) {
+      if (!c.state.running() || c.process.init_pid <= 0) {
         return tl::unexpected(
             LookupFailure{400, fmt::format("container not running ({})", c.state.id)});
       }

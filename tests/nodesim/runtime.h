@@ -29,6 +29,9 @@ struct ContainerConfig {
   std::vector<BindMount> mounts;  // volumes (PVC directories, emptyDirs, projections)
   std::vector<std::string> env;   // KEY=VALUE
   std::string working_dir;
+  // command + args ($(VAR) expanded); empty: no command, the sandbox idles (`sleep infinity`),
+  // as the image's entrypoint is unknown.
+  std::vector<std::string> command;
 };
 
 struct PodConfig {
@@ -39,6 +42,15 @@ struct PodConfig {
   std::string fqdn;      // hostname.subdomain.ns.svc.cluster.local when spec.subdomain is set
   std::vector<std::pair<std::string, std::string>> init_containers;  // name, image
   std::vector<ContainerConfig> containers;
+  std::string restart_policy = "Always";  // Always, OnFailure, Never
+};
+
+// The kubelet's crash-loop back-off: the first restart at once, then 10 s doubling up to 5 min;
+// a container that ran 10 min starts over.
+struct RestartBackoff {
+  std::chrono::seconds initial{10};
+  std::chrono::seconds max{300};
+  std::chrono::seconds reset_after{600};
 };
 
 struct RuntimeOptions {
@@ -48,6 +60,8 @@ struct RuntimeOptions {
   // Pod IPs are <prefix>2 .. <prefix>254 (the /24 of --pod-cidr).
   std::string pod_ip_prefix = "127.0.0.";
   std::chrono::milliseconds start_timeout{20'000};
+  RestartBackoff backoff;
+  std::string cluster_dns;  // resolv.conf's nameserver; "" = the host's resolv.conf
 };
 
 struct LookupFailure {
@@ -81,8 +95,16 @@ class Runtime {
                                               int exit_code);
   // Kills every container and marks them terminated with `exit_code`; the pod is Failed.
   tl::expected<PodState, std::string> fail(const std::string& uid, int exit_code);
-  // Restarts containers whose sandbox died by itself (exit 137). nullopt when none did.
-  std::optional<PodState> restart_dead_containers(const std::string& uid);
+  // Notices containers whose process ended (reaping them): each is terminated with its exit
+  // code, or, when spec.restartPolicy restarts it, waits out its back-off. Returns the
+  // "<ns>/<name>" keys of the pods that changed. Cheap: the kubelet calls it every 200 ms.
+  std::vector<std::string> reap_exited();
+  // Starts the containers whose back-off is over. Returns when to look again (the next
+  // back-off ending), nullopt when none waits.
+  std::optional<std::chrono::milliseconds> restart_due(const std::string& uid);
+  // Kills a container whose liveness or startup probe failed: it exits with 137 and is
+  // restarted (or not) by restartPolicy, as if it had died.
+  void kill_container(const std::string& uid, const std::string& container);
   // Kills the pod's sandboxes and deletes its directory.
   void remove_pod(const std::string& uid);
   void kill_all();
@@ -102,6 +124,9 @@ class Runtime {
     ContainerConfig config;
     ContainerState state;
     SandboxProcess process;
+    std::chrono::steady_clock::time_point restart_at;  // while state.waiting_reason is set
+    std::chrono::steady_clock::time_point running_since;
+    std::chrono::seconds backoff{0};  // the next restart's delay
   };
   struct Pod {
     PodConfig config;
@@ -111,6 +136,8 @@ class Runtime {
   };
 
   tl::expected<void, std::string> start_container(Pod& pod, Container& c);
+  // After the container's process ended with `exit_code`: terminated, or waiting to restart.
+  void container_exited(const Pod& pod, Container& c, int exit_code);
   std::string allocate_ip_locked(const std::string& uid) const;
   static PodState snapshot(const Pod& pod);
 

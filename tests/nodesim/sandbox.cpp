@@ -52,6 +52,10 @@ tl::expected<void, std::string> prepare_root(const SandboxSpec& spec) {
   }
   if (auto r = write_file(etc / "hosts", spec.hosts_file); !r) return r;
   if (auto r = write_file(etc / "hostname", spec.hostname + "\n"); !r) return r;
+  if (!spec.resolv_conf.empty()) {
+    fs::remove(etc / "resolv.conf", ec);  // the host's may be a symlink
+    if (auto r = write_file(etc / "resolv.conf", spec.resolv_conf); !r) return r;
+  }
   return {};
 }
 

@@ -51,6 +51,7 @@ struct SandboxSpec {
   std::string hostname;        // UTS hostname (the pod's hostname)
   std::string hosts_file;      // content of /etc/hosts
   std::vector<BindMount> mounts;
+  std::string resolv_conf;  // content of /etc/resolv.conf; "" = a copy of the host's
 };
 
 // Creates root/<private dirs>, copies the host's /etc entries and writes /etc/hosts and

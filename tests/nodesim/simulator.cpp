@@ -115,6 +115,7 @@ tl::expected<void, std::string> Simulator::init(Options options) {
   RuntimeOptions runtime_options;
   runtime_options.state_dir = o.state_dir;
   runtime_options.bwrap = o.bwrap;
+  runtime_options.cluster_dns = o.cluster_dns;
   runtime_options.pod_ip_prefix = o.pod_cidr.substr(0, o.pod_cidr.rfind('.') + 1);
   runtime_ = std::make_unique<Runtime>(runtime_options);
   ctx_.runtime = runtime_.get();

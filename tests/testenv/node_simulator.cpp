@@ -3,12 +3,14 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <random>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
 #include "kube/client.h"
+#include "tests/nodesim/testing/pod_network.h"
 
 #ifndef KSTACK_NODESIM_BINARY
 #define KSTACK_NODESIM_BINARY "kstack-nodesim"
@@ -57,6 +59,16 @@ std::string default_exec_protocols() {
   return env != nullptr ? env : "";
 }
 
+std::string default_pod_cidr(const std::string& node_name) {
+  static std::mutex mu;
+  static std::map<std::string, int> subnets;  // by node name: a restarted node keeps its IPs
+  std::lock_guard lock(mu);
+  const auto it = subnets.emplace(node_name, static_cast<int>(subnets.size()) + 1).first;
+  // .0 is the pod network's own address (10.244.0.1 on lo); 254 /24s are plenty for a binary.
+  const int n = 1 + (it->second - 1) % 254;
+  return e2e::in_pod_network() ? fmt::format("10.244.{}.0/24", n) : fmt::format("127.0.{}.0/24", n);
+}
+
 tl::expected<std::unique_ptr<NodeSimulator>, std::string> NodeSimulator::start(
     const ControlPlane& control_plane, NodeSimulatorOptions options) {
   static std::atomic<int> counter{0};
@@ -91,6 +103,11 @@ tl::expected<std::unique_ptr<NodeSimulator>, std::string> NodeSimulator::start(
   if (!options.exec_protocols.empty()) {
     argv.push_back("--exec-protocols=" + options.exec_protocols);
   }
+  if (options.pod_cidr.empty()) options.pod_cidr = default_pod_cidr(options.node_name);
+  argv.push_back("--pod-cidr=" + options.pod_cidr);
+  // In the pod network the e2e environment runs the cluster DNS (cluster_dns.h).
+  if (e2e::in_pod_network())
+    argv.push_back(std::string("--cluster-dns=") + e2e::kClusterDnsAddress);
   argv.insert(argv.end(), options.extra_args.begin(), options.extra_args.end());
 
   std::unique_ptr<NodeSimulator> sim(new NodeSimulator(options));

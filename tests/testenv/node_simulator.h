@@ -38,8 +38,17 @@ struct NodeSimulatorOptions {
   // before 1.30. Default: $KSTACK_NODESIM_EXEC_PROTOCOLS (so one test binary runs against each
   // from ctest), else every one the simulator knows (v5 first choice).
   std::string exec_protocols;
+  // The node's pod IPs (--pod-cidr, an IPv4 /24). Default: a /24 of its own, the same for every
+  // simulator of this name in the process (default_pod_cidr), so that pod IPs are unique across
+  // all the simulated nodes of a test binary.
+  std::string pod_cidr;
   std::vector<std::string> extra_args;
 };
+
+// The /24 of pod IPs a simulator named `node_name` gets by default: in the pod network
+// (tests/nodesim/testing/pod_network.h) 10.244.<n>.0/24, else 127.0.<n>.0/24 (loopback: local,
+// but never valid in Endpoints), with n = 1, 2, ... in order of first use of each name.
+std::string default_pod_cidr(const std::string& node_name);
 
 // The exec subprotocols a simulator started with default options serves ("" = all).
 std::string default_exec_protocols();
@@ -68,6 +77,7 @@ class NodeSimulator {
   const std::filesystem::path& log() const { return process_.log(); }
   // "" when it serves every subprotocol.
   const std::string& exec_protocols() const { return options_.exec_protocols; }
+  const std::string& pod_cidr() const { return options_.pod_cidr; }
 
   // Test controls. Restart: new container ID(s), restartCount + 1, private directories wiped
   // (PVC data kept), lastState.terminated.exitCode = exit_code. Fail: containers terminated

@@ -23,10 +23,10 @@
 
 #include "catalog/model.h"
 #include "tests/e2e/deploy/manifests.h"
-#include "tests/e2e/deploy/pod_network.h"
 #include "tests/e2e/deploy/standin.h"
 #include "tests/e2e/operator/operator_process.h"
 #include "tests/e2e/reconciler/support.h"
+#include "tests/nodesim/testing/pod_network.h"
 
 #ifndef KSTACK_BINARY
 #error "KSTACK_BINARY must name the kstack executable"
@@ -50,14 +50,10 @@ constexpr std::chrono::seconds kPodsTimeout{60};
 // retry period, with room.
 constexpr std::chrono::seconds kTakeoverTimeout{45};
 
-// First of all, before the control plane exists: the binary moves into its own network
-// namespace, where pod IPs are local non-loopback addresses (pod_network.h).
-const std::string kPodNetworkError = enter_pod_network();
-
 const ConfigureEnvironment kConfigure([](EnvironmentOptions& o) {
   o.apiserver_extra_args = {"--enable-aggregator-routing=true"};
   o.node_simulators = 1;
-  o.node.extra_args = {"--http-probes", std::string("--pod-cidr=") + kPodCidr};
+  o.node.extra_args = {"--http-probes"};
 });
 
 std::string join(const std::vector<std::string>& items) {
@@ -245,7 +241,7 @@ class DeployE2E : public ::testing::Test {
 };
 
 TEST_F(DeployE2E, TheShippedManifestsRunAnOperatorThatServesAdmissionAndReconciles) {
-  ASSERT_EQ(kPodNetworkError, "");
+  ASSERT_TRUE(in_pod_network()) << "pod IPs must be valid Endpoints (pod_network.h)";
   // ---- deploy/ applied whole; on 1.20 only what needs 1.21 is left out.
   std::vector<ManifestDocument> applied;
   std::vector<ManifestDocument> skipped;

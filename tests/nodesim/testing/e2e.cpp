@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 
 #include "kube/exec.h"
+#include "tests/nodesim/testing/cluster_dns.h"
+#include "tests/nodesim/testing/pod_network.h"
 #include "tests/testenv/environment.h"
 
 namespace kstack::testenv::e2e {
@@ -24,6 +26,11 @@ namespace {
 std::unique_ptr<ControlPlane>& instance() {
   static std::unique_ptr<ControlPlane> cp;
   return cp;
+}
+
+std::unique_ptr<ClusterDns>& cluster_dns() {
+  static std::unique_ptr<ClusterDns> dns;
+  return dns;
 }
 
 std::vector<std::unique_ptr<NodeSimulator>>& simulators() {
@@ -118,6 +125,14 @@ void Environment::SetUp() {
   instance() = std::move(*started);
   std::cerr << "kstack e2e: control plane at " << instance()->server() << " (work dir "
             << instance()->work_dir().string() << ")\n";
+  if (in_pod_network()) {
+    auto dns = ClusterDns::start(admin(), instance()->work_dir());
+    if (!dns) {
+      ADD_FAILURE() << "cluster DNS did not start: " << dns.error();
+      return;
+    }
+    cluster_dns() = std::move(*dns);
+  }
   for (int i = 0; i < extra.node_simulators; ++i) {
     NodeSimulatorOptions node = extra.node;
     node.node_name = fmt::format("{}-{}", node.node_name.empty() ? "e2e" : node.node_name, i);
@@ -132,6 +147,7 @@ void Environment::SetUp() {
 
 void Environment::TearDown() {
   simulators().clear();
+  cluster_dns().reset();
   instance().reset();
 }
 

@@ -94,5 +94,37 @@ TEST(PodConfig, RefusesEscapingSubPaths) {
   EXPECT_FALSE(config);
 }
 
+TEST(PodConfig, CommandAndArgsRunWithVariablesExpandedAndTheRestartPolicy) {
+  auto pod = json::parse(R"json({
+    "metadata": {"name": "job", "namespace": "ns", "uid": "u-2"},
+    "spec": {"restartPolicy": "OnFailure", "containers": [{
+      "name": "app", "image": "busybox",
+      "command": ["sh", "-c"], "args": ["echo $(GREETING) $$(GREETING) $(UNKNOWN)", "x; rm -rf /"],
+      "env": [{"name": "GREETING", "value": "hello"}]
+    }, {"name": "idle", "image": "busybox", "args": ["--serve"]}]}
+  })json");
+  std::vector<std::string> notes;
+  auto config = build_pod_config(
+      pod, [](const json::value&) { return ResolvedVolume{}; }, notes);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->restart_policy, "OnFailure");
+  // Expanded as the kubelet does, and each argument stays one argument (no shell splitting).
+  EXPECT_EQ(
+      config->containers[0].command,
+      (std::vector<std::string>{"sh", "-c", "echo hello $(GREETING) $(UNKNOWN)", "x; rm -rf /"}));
+  // args alone would go to the image's entrypoint, which is unknown: the container idles.
+  EXPECT_TRUE(config->containers[1].command.empty());
+  EXPECT_EQ(notes.size(), 1u);
+}
+
+TEST(PodConfig, RestartPolicyDefaultsToAlways) {
+  std::vector<std::string> notes;
+  auto config = build_pod_config(
+      kPod, [](const json::value&) { return ResolvedVolume{}; }, notes);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->restart_policy, "Always");
+  EXPECT_TRUE(config->containers[0].command.empty());
+}
+
 }  // namespace
 }  // namespace kstack::nodesim

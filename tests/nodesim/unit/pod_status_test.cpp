@@ -145,5 +145,40 @@ TEST(PodStatus, UpdateNeededOnlyWhenSomethingOwnedChanged) {
   EXPECT_TRUE(status_needs_update(pod, running_status(pod, restarted, "t")));
 }
 
+TEST(PodStatus, AContainerInBackOffIsWaitingAndNotReadyWithItsLastExit) {
+  auto state = running_state();
+  auto& c = state.containers[0];
+  c.restart_count = 1;
+  c.waiting_reason = "CrashLoopBackOff";
+  c.waiting_message = "back-off 10s restarting failed container=app pod=p_ns";
+  c.last_termination = Termination{3, "Error", "t0", "t1", "sim://abc"};
+  auto s = running_status(pod_with_status("{}"), state, "2024-01-01T00:00:02Z");
+  EXPECT_EQ(s.at("phase"), "Running");
+  EXPECT_EQ(condition_of(s, "Ready", "status"), "False");
+  const auto& cs = s.at("containerStatuses").at(0);
+  EXPECT_EQ(cs.at("state").at("waiting").at("reason"), "CrashLoopBackOff");
+  EXPECT_EQ(cs.at("lastState").at("terminated").at("exitCode"), 3);
+  EXPECT_EQ(cs.at("ready"), false);
+  EXPECT_EQ(cs.at("started"), false);
+  EXPECT_EQ(cs.at("restartCount"), 1);
+}
+
+TEST(PodStatus, APodWhoseContainersAllExitedSucceedsOrFailsByTheirExitCodes) {
+  auto state = running_state();
+  state.containers.push_back(state.containers[0]);
+  state.containers[1].name = "sidecar";
+  state.containers[0].terminated = Termination{0, "Completed", "t0", "t1", "sim://abc"};
+  auto s = running_status(pod_with_status("{}"), state, "2024-01-01T00:00:02Z");
+  EXPECT_EQ(s.at("phase"), "Running") << "one container still runs";
+  state.containers[1].terminated = Termination{0, "Completed", "t0", "t1", "sim://def"};
+  s = running_status(pod_with_status("{}"), state, "2024-01-01T00:00:02Z");
+  EXPECT_EQ(s.at("phase"), "Succeeded");
+  EXPECT_EQ(condition_of(s, "Ready", "reason"), "PodCompleted");
+  EXPECT_EQ(s.at("containerStatuses").at(1).at("state").at("terminated").at("exitCode"), 0);
+  state.containers[1].terminated->exit_code = 2;
+  s = running_status(pod_with_status("{}"), state, "2024-01-01T00:00:02Z");
+  EXPECT_EQ(s.at("phase"), "Failed");
+}
+
 }  // namespace
 }  // namespace kstack::nodesim

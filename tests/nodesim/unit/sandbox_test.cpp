@@ -30,11 +30,17 @@ std::string read(const fs::path& p) {
 }
 
 TEST_F(SandboxTest, PreparesPrivateDirectoriesAndEtc) {
-  SandboxSpec spec{dir_ / "c", "web-0", "127.0.0.5\tweb-0\n", {}};
+  SandboxSpec spec{dir_ / "c",
+                   "web-0",
+                   "127.0.0.5\tweb-0\n",
+                   {},
+                   "nameserver 10.244.0.1\nsearch ns.svc.cluster.local\n"};
   ASSERT_TRUE(prepare_root(spec));
   for (const auto& d : private_dirs()) EXPECT_TRUE(fs::is_directory(dir_ / "c" / d)) << d;
   EXPECT_EQ(read(dir_ / "c/etc/hostname"), "web-0\n");
   EXPECT_EQ(read(dir_ / "c/etc/hosts"), "127.0.0.5\tweb-0\n");
+  EXPECT_EQ(read(dir_ / "c/etc/resolv.conf"),
+            "nameserver 10.244.0.1\nsearch ns.svc.cluster.local\n");
   EXPECT_TRUE(fs::exists(dir_ / "c/etc/passwd"));
   EXPECT_EQ(fs::read_symlink(dir_ / "c/var/run"), "../run");
   EXPECT_NE(fs::status(dir_ / "c/tmp").permissions() & fs::perms::sticky_bit, fs::perms::none);
@@ -42,7 +48,7 @@ TEST_F(SandboxTest, PreparesPrivateDirectoriesAndEtc) {
 
 TEST_F(SandboxTest, BwrapArgumentsBindPrivateDirsThenVolumesParentsFirst) {
   SandboxSpec spec{
-      dir_ / "c", "web-0", "", {{"/v/b", "/data/sub", false}, {"/v/a", "/data", true}}};
+      dir_ / "c", "web-0", "", {{"/v/b", "/data/sub", false}, {"/v/a", "/data", true}}, ""};
   auto a = bwrap_args(spec);
   auto at = [&](const std::string& s) {
     return std::distance(a.begin(), std::find(a.begin(), a.end(), s));

@@ -1,5 +1,5 @@
 // The test's network namespace (see pod_network.h).
-#include "tests/e2e/deploy/pod_network.h"
+#include "tests/nodesim/testing/pod_network.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -15,7 +15,7 @@
 namespace kstack::testenv::e2e {
 namespace {
 
-constexpr const char* kInsideMarker = "KSTACK_DEPLOY_E2E_POD_NETWORK";
+constexpr const char* kInsideMarker = "KSTACK_E2E_POD_NETWORK";
 
 // argv of this process (static initializers have no argc/argv).
 std::vector<std::string> own_arguments() {
@@ -33,9 +33,13 @@ std::vector<std::string> own_arguments() {
 
 }  // namespace
 
+bool in_pod_network() {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): the marker is only set before any thread starts
+  return std::getenv(kInsideMarker) != nullptr;
+}
+
 std::string enter_pod_network() {
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): one thread at static initialization
-  if (const char* inside = std::getenv(kInsideMarker); inside != nullptr) return {};
+  if (in_pod_network()) return {};
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "cannot read /proc/self/exe: " + ec.message();
