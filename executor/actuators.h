@@ -3,6 +3,7 @@
 // third; unit tests substitute fakes, so a plan can be carried out with no cluster.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +70,9 @@ struct SetupStep {
   std::string env;                // kWriteConfig
   catalog::SetupPackage package;  // kInstallPackage
   std::string package_namespace;  // kInstallPackage: where a configmap:// package is read
+  // The Stack's status.configGeneration the step was planned at: part of its outcome's key, so a
+  // new configuration never reads an answer given for the old one.
+  std::int64_t generation = 0;
 };
 
 struct SetupOutcome {

@@ -63,6 +63,7 @@ struct Acting {
   std::optional<WorkResult> failure;  // the first failed write
   std::vector<DegradedCause> failed_applies;
   std::vector<ObjectEvent> object_events;
+  bool status_current = false;  // the status the plan made is the Stack's (written or unchanged)
 
   void fail(WorkResult r) {
     if (!failure) failure = std::move(r);
@@ -161,7 +162,10 @@ WorkResult Acting::write_status(WorkResult result) {
     status = &with_failures;
     changed = !same_status(with_failures, snap.old_status);
   }
-  if (!changed) return result;
+  if (!changed) {
+    status_current = true;
+    return result;
+  }
   json::value obj = *object;
   obj.as_object()["status"] = catalog::to_json(*status);
   auto stored = a.writer.update_status(catalog::resources::kStacks, obj);
@@ -176,6 +180,7 @@ WorkResult Acting::write_status(WorkResult result) {
     return result_for(stored.error(), what);
   }
   remember(a.stacks, std::move(*stored));
+  status_current = true;
   // Only now that status no longer lists them may the notifier drop delivered commands: had
   // the write failed, the next pass would still see them pending and must not send them again.
   if (a.notifier != nullptr) {
@@ -204,7 +209,7 @@ void Acting::post_object_events() {
 }  // namespace
 
 WorkResult act(const Snapshot& snap, const Plan& plan, Actuators& actuators) {
-  Acting acting{snap, plan, actuators, snap.object, {}, {}, {}};
+  Acting acting{snap, plan, actuators, snap.object, {}, {}, {}, false};
   if (plan.add_finalizer) {
     if (auto ended = acting.set_finalizers(true)) return *ended;
   }
@@ -232,29 +237,26 @@ WorkResult act(const Snapshot& snap, const Plan& plan, Actuators& actuators) {
       actuators.notifier->send(snap.key, n.target, n.arguments);
     }
   }
+  if (actuators.setup != nullptr) {
+    for (const auto& step : plan.setup_steps) {
+      const kube::LogScope log_scope(kube::with_member(step.role, step.target.pod));
+      actuators.setup->start(snap.key, step);
+    }
+  }
   WorkResult result = acting.failure.value_or(plan.result);
   if (snap.stack.metadata.deleting) {
     if (!acting.failure && plan.remove_finalizer) result = *acting.set_finalizers(false);
   } else {
     result = acting.write_status(std::move(result));
   }
+  // As for delivered notifications: had the status write failed, the next pass replays the
+  // setup from the old status and needs these outcomes again.
+  if (actuators.setup != nullptr && (acting.status_current || snap.stack.metadata.deleting) &&
+      !plan.setup_consumed.empty()) {
+    actuators.setup->forget(snap.key, plan.setup_consumed);
+  }
   acting.post_object_events();
   return result;
-}
-
-void run_setup_steps(const Snapshot& snap, const Plan& plan, executor::SetupSteps& steps,
-                     Findings& findings) {
-  for (const auto& step : plan.setup_steps) {
-    const kube::LogScope log_scope(kube::with_member(step.role, step.target.pod));
-    auto outcome = steps.run(step);
-    if (outcome.kind == executor::SetupOutcome::Kind::kConfigError) {
-      spdlog::warn("stack {}: member {} config_error: {}", snap.key, step.target.pod,
-                   outcome.message);
-    } else if (outcome.kind == executor::SetupOutcome::Kind::kRetry) {
-      spdlog::info("stack {}: member {}: {}", snap.key, step.target.pod, outcome.message);
-    }
-    findings.setup[{step.target.pod, step.kind}] = std::move(outcome);
-  }
 }
 
 }  // namespace kstack::reconciler

@@ -1,8 +1,8 @@
 // act(): carries out a Plan (reconciler/plan.h) through small interfaces — the object writer and
-// event sink (executor::Executor in the operator), the notification queue — and keeps the
-// server's answers in the caches, so a pass that runs before their watch events arrive does
-// not repeat a write. Failed writes are the pass's result (Conflict = stale cache: retried) and,
-// for applies, a Degraded cause in the status it writes.
+// event sink (executor::Executor in the operator), the notification and setup queues — and keeps
+// the server's answers in the caches, so a pass that runs before their watch events arrive does not
+// repeat a write. Failed writes are the pass's result (Conflict = stale cache: retried) and, for
+// applies, a Degraded cause in the status it writes.
 #pragma once
 
 #include "executor/actuators.h"
@@ -11,6 +11,7 @@
 #include "observer/observer.h"
 #include "reconciler/notifier.h"
 #include "reconciler/plan.h"
+#include "reconciler/setup_executor.h"
 #include "reconciler/snapshot.h"
 
 namespace kstack::reconciler {
@@ -22,12 +23,9 @@ struct Actuators {
   // Where server answers are kept (null: nowhere).
   informer::Store* stacks = nullptr;
   observer::Stores owned;
+  SetupQueue* setup = nullptr;  // null: setup steps are not started
 };
 
 informer::WorkResult act(const Snapshot& snapshot, const Plan& plan, Actuators& actuators);
-
-// Runs the setup steps a plan asked for, adding their outcomes to `findings`.
-void run_setup_steps(const Snapshot& snapshot, const Plan& plan, executor::SetupSteps& steps,
-                     Findings& findings);
 
 }  // namespace kstack::reconciler

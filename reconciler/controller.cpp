@@ -49,6 +49,8 @@ struct Controller::Impl {
   std::unique_ptr<executor::Executor> executor;
   std::unique_ptr<executor::SetupRunner> setup;
   std::unique_ptr<Notifier> notifier;
+  std::unique_ptr<executor::SetupStepRunner> setup_steps;
+  std::unique_ptr<SetupExecutor> setup_executor;
   std::unique_ptr<Reconciler> reconciler;
   std::unique_ptr<informer::WorkQueue> queue;
   std::unique_ptr<informer::Workers> workers;
@@ -107,8 +109,12 @@ kube::Result<void> Controller::start() {
   s.setup = std::make_unique<executor::SetupRunner>(client_, opts.setup);
   s.notifier = std::make_unique<Notifier>(
       *s.setup, [q = s.queue.get()](const std::string& key) { q->add(key); }, opts.notifier);
+  s.setup_steps = std::make_unique<executor::SetupStepRunner>(*s.setup, *client_);
+  s.setup_executor = std::make_unique<SetupExecutor>(
+      *s.setup_steps, [q = s.queue.get()](const std::string& key) { q->add(key); },
+      opts.setup_steps);
   s.reconciler = std::make_unique<Reconciler>(caches, *s.executor, ro,
-                                              SetupHooks{s.setup.get(), s.notifier.get()});
+                                              SetupHooks{s.setup_executor.get(), s.notifier.get()});
 
   auto* queue = s.queue.get();
   auto* rec = s.reconciler.get();
@@ -266,6 +272,7 @@ void Controller::stop_workers() {
   s.workers_stopped = true;
   if (s.queue) s.queue->shut_down_with_drain();
   if (s.workers) s.workers->stop();
+  if (s.setup_executor) s.setup_executor->stop();
   if (s.notifier) s.notifier->stop();
 }
 

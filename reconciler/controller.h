@@ -18,6 +18,7 @@
 #include "executor/setup.h"
 #include "kube/client.h"
 #include "reconciler/notifier.h"
+#include "reconciler/setup_executor.h"
 
 namespace kstack::informer {
 class InformerFactory;
@@ -48,6 +49,7 @@ struct ControllerOptions {
   executor::ExecutorOptions executor;
   executor::SetupOptions setup;
   NotifierOptions notifier;
+  SetupExecutorOptions setup_steps;  // the pool members' setup steps run on
   // false: start() syncs the caches and queues keys but reconciles nothing until
   // start_workers() (the operator calls it once it holds the leader Lease).
   bool start_workers = true;
@@ -76,8 +78,8 @@ class Controller {
   kube::Result<void> start();
   // Starts the workers, once start() has succeeded; no-op if they run or were stopped.
   void start_workers();
-  // Stops taking work and waits for the in-flight reconciles and notifications; the caches
-  // keep running. Final: the workers cannot be started again. Idempotent.
+  // Stops taking work and waits for the in-flight reconciles, setup steps and notifications; the
+  // caches keep running. Final: the workers cannot be started again. Idempotent.
   void stop_workers();
   // stop_workers(), then stops the informers. Idempotent.
   void stop();

@@ -168,6 +168,9 @@ Plan plan(const Snapshot& snapshot, const Findings& findings) {
   out.status.observed_generation = snapshot.stack.metadata.generation;
   p.spec_changed = snapshot.old_status.observed_generation != snapshot.stack.metadata.generation;
   detail::plan_running(p);
+  for (const auto& [key, state] : snapshot.setup) {
+    if (state.done && !p.setup_kept.contains(key)) out.setup_consumed.push_back(key);
+  }
   out.write_status = !same_status(out.status, snapshot.old_status);
   return out;
 }

@@ -1,6 +1,6 @@
 // plan(): what one pass over a Stack should do, as a pure function of its Snapshot and what the
 // pass found out so far (docs/reconciler.md): the objects to apply and delete, claims to adopt,
-// release or delete, setup steps to run, notifications to queue, Events, the new status and
+// release or delete, setup steps to start, notifications to queue, Events, the new status and
 // when to look again. No I/O, no clock: everything comes in through the snapshot, so every
 // transition of the member and Stack state machines is a table test.
 #pragma once
@@ -70,18 +70,23 @@ struct Notification {
 struct Plan {
   // ---- what the pass must find out before this plan is final ----
   std::vector<std::string> claims_to_read;
-  std::vector<executor::SetupStep> setup_steps;
-  bool is_final() const { return claims_to_read.empty() && setup_steps.empty(); }
+  bool is_final() const { return claims_to_read.empty(); }
 
   // ---- what to do, in order ----
   bool add_finalizer = false;     // before anything else; a failure ends the pass
   std::vector<Write> writes;      // owned objects and claims
   std::vector<EventSpec> events;  // after the writes
   std::vector<Notification> sends;
+  // Setup steps to start on the setup executor; their outcomes come to a later pass.
+  std::vector<executor::SetupStep> setup_steps;
   bool write_status = false;  // `status` differs from the Stack's
   catalog::StackStatus status;
   // Notifications whose outcome this plan consumed: forgotten once the status is written.
   std::vector<Notification> delivered;
+  // Setup outcomes this plan is done with (a member's setup moved on to a conclusion, or the
+  // step's container or generation is gone): forgotten once the status is written. Outcomes of
+  // a member whose setup continues with a started step are kept: the next pass replays them.
+  std::vector<SetupKey> setup_consumed;
   bool remove_finalizer = false;  // cleanup done: the Stack may go
 
   // Degraded: `status` holds the condition as the plan's causes make it; when writes fail,

@@ -61,6 +61,7 @@ struct Planning {
   bool waiting = false;       // something converges outside this pass: poll again
   bool scaling = false;       // the role being applied moves its replicas
   std::vector<DegradedCause> degraded;
+  std::set<SetupKey> setup_kept;  // outcomes a member's continuing setup still needs
   int next_rank = 0;
   void degrade(std::string_view reason, std::string message) {
     degraded.push_back({next_rank++, std::string(reason), std::move(message)});

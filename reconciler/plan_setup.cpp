@@ -1,8 +1,8 @@
 // plan(): the setup stage of a member (docs/spec.md §5) — configmeta and env written into the
 // container, the package installed, `startscript --configure` started and its result picked up
 // by later passes — then --addnodes/--delnodes notifications for the others. Each setup step
-// is one short exec the plan asks for (Plan::setup_steps); the pass runs it and plans again
-// with its outcome, so a pass never waits for a script.
+// is one exec the plan starts on the setup executor (Plan::setup_steps); a later pass finds its
+// outcome in the snapshot and plans the next, so a pass never waits for a container.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -41,23 +41,38 @@ struct MemberSetup {
   const RolePlan& role;
   MemberStatus& m;
   std::string cid;
+  std::vector<SetupKey> used;  // outcomes this pass read for the member
+  bool continues = false;      // a step was started or is in flight
   executor::MemberTarget target() const { return {p.snap.ns(), m.pod, cid}; }
 
-  // The outcome of `kind` run this pass, or nullptr after asking the pass to run it.
+  // The outcome of `kind`, or nullptr while it runs (started now, or still in flight).
   const SetupOutcome* step(SetupStepKind kind) {
-    if (const auto* done = p.found.setup_outcome(m.pod, kind)) return done;
+    const SetupKey key{m.pod, cid, kind, p.st().config_generation};
+    if (auto it = p.snap.setup.find(key); it != p.snap.setup.end() && it->second.done) {
+      used.push_back(key);
+      return &it->second.outcome;
+    }
+    p.waiting = true;
+    continues = true;
+    // In flight: its completion wakes a later pass.
+    if (p.snap.setup.contains(key)) return nullptr;
     SetupStep s;
     s.kind = kind;
     s.role = role.id;
     s.target = target();
+    s.generation = key.generation;
     if (kind == SetupStepKind::kWriteConfig) fill_config(s);
     if (kind == SetupStepKind::kInstallPackage) {
       s.package = *role.package;
       s.package_namespace = p.app->namespace_name;
     }
     p.out.setup_steps.push_back(std::move(s));
-    p.waiting = true;
     return nullptr;
+  }
+  // A member whose setup goes on needs the outcomes it read again next pass (the steps before
+  // the running one are replayed from them); one that concluded lets them go.
+  void finish() {
+    if (continues) p.setup_kept.insert(used.begin(), used.end());
   }
 
   void fill_config(SetupStep& s) const {
@@ -206,12 +221,13 @@ void plan_member_setup(Planning& p, const RolePlan& role, MemberStatus& m, const
     m.state = std::string(catalog::kMemberCreating);
     return;
   }
-  MemberSetup setup{p, role, m, cid};
+  MemberSetup setup{p, role, m, cid, {}, false};
   if (m.state == catalog::kMemberReady && d.last_configured_container == cid) {
-    return setup.refresh();
+    setup.refresh();
+  } else if (m.state != catalog::kMemberConfigError || d.configuring_container != cid) {
+    setup.set_up();
   }
-  if (m.state == catalog::kMemberConfigError && d.configuring_container == cid) return;
-  setup.set_up();
+  setup.finish();
 }
 
 void plan_announce(Planning& p) {

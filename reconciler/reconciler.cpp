@@ -20,8 +20,8 @@ using informer::WorkResult;
 
 namespace {
 
-// A plan asks for at most one claim round and five setup steps per member, each member moving
-// on in every round; past this, a plan that keeps asking is a bug, and the pass acts on it.
+// A plan asks for at most one claim round; past this, a plan that keeps asking is a bug, and the
+// pass acts on it.
 constexpr int kMaxFindingRounds = 8;
 
 std::string str_at(const json::value& v, std::string_view pointer) {
@@ -41,9 +41,7 @@ Reconciler::Reconciler(Caches caches, executor::Executor& executor, ReconcilerOp
                                       caches.storage_classes},
                catalog::CatalogOptions{options_.operator_namespace}),
       observer_(caches.owned),
-      setup_(setup) {
-  if (setup_.runner != nullptr) setup_steps_.emplace(*setup_.runner, executor_.client());
-}
+      setup_(setup) {}
 
 std::vector<std::string> Reconciler::stacks_for_owned(const json::value& object) {
   const auto ns = str_at(object, "/metadata/namespace");
@@ -101,7 +99,8 @@ std::optional<Snapshot> Reconciler::observe(const std::string& key) const {
     s.config = catalog_.config();
   }
   s.owned = observer_.observe(s.ns(), s.name());
-  s.has_setup_runner = setup_.runner != nullptr;
+  s.has_setup_runner = setup_.steps != nullptr;
+  if (setup_.steps != nullptr) s.setup = setup_.steps->outcomes_of(key);
   if (setup_.notifier != nullptr) {
     s.has_notifier = true;
     s.notify_max_attempts = setup_.notifier->options().max_attempts;
@@ -132,21 +131,22 @@ WorkResult Reconciler::reconcile(const std::string& key) {
     log_scope.emplace(pass_log_fields(key));
   }
   const auto snapshot = observe(key);
-  if (!snapshot) return WorkResult::success();
+  if (!snapshot) {
+    if (setup_.steps != nullptr) setup_.steps->forget_stack(key);
+    return WorkResult::success();
+  }
   Findings findings;
   auto planned = plan(*snapshot, findings);
   for (int round = 0; !planned.is_final() && round < kMaxFindingRounds; ++round) {
     observe_claims(*snapshot, planned.claims_to_read, findings);
-    // Without a runner the plan asks for no step (the member is a config_error instead).
-    if (setup_steps_) run_setup_steps(*snapshot, planned, *setup_steps_, findings);
     planned = plan(*snapshot, findings);
   }
   if (!planned.is_final()) {
-    spdlog::error("stack {}: the plan still asks for {} claims and {} setup steps after {} rounds",
-                  key, planned.claims_to_read.size(), planned.setup_steps.size(),
-                  kMaxFindingRounds);
+    spdlog::error("stack {}: the plan still asks for {} claims after {} rounds", key,
+                  planned.claims_to_read.size(), kMaxFindingRounds);
   }
-  Actuators actuators{executor_, executor_, setup_.notifier, caches_.stacks, caches_.owned};
+  Actuators actuators{executor_,      executor_,     setup_.notifier,
+                      caches_.stacks, caches_.owned, setup_.steps};
   return act(*snapshot, planned, actuators);
 }
 

@@ -20,6 +20,7 @@
 #include "reconciler/desired_state.h"
 #include "reconciler/notifier.h"
 #include "reconciler/plan.h"
+#include "reconciler/setup_executor.h"
 #include "reconciler/snapshot.h"
 #include "reconciler/status.h"
 
@@ -39,10 +40,10 @@ struct ReconcilerOptions {
   std::chrono::milliseconds poll_interval{2000};
 };
 
-// What runs setup packages (issue 6); without it, members of roles with a package end in
-// config_error saying so.
+// What runs setup packages (issue 6), off the reconcile workers; without `steps`, members of
+// roles with a package end in config_error saying so.
 struct SetupHooks {
-  executor::SetupRunner* runner = nullptr;
+  SetupExecutor* steps = nullptr;
   Notifier* notifier = nullptr;
 };
 
@@ -84,7 +85,6 @@ class Reconciler {
   catalog::Catalog catalog_;
   observer::Observer observer_;
   SetupHooks setup_;
-  std::optional<executor::SetupStepRunner> setup_steps_;  // when setup_.runner is set
 };
 
 }  // namespace kstack::reconciler

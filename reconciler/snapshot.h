@@ -1,7 +1,7 @@
 // What one Stack's pass plans from (observe → plan → act): an immutable snapshot of the caches
 // for that Stack — the Stack, its AppType, the KStackConfig, the owned objects, the outcomes of
-// its notifications — and the clock, plus the Findings the pass made while planning (claims it
-// had to read from the server, results of setup steps). plan() reads nothing else.
+// its notifications and setup steps — and the clock, plus the Findings the pass made while
+// planning (claims it had to read from the server). plan() reads nothing else.
 #pragma once
 
 #include <chrono>
@@ -16,6 +16,7 @@
 #include "informer/store.h"
 #include "observer/observer.h"
 #include "reconciler/notifier.h"
+#include "reconciler/setup_executor.h"
 
 namespace kstack::reconciler {
 
@@ -36,6 +37,7 @@ struct Snapshot {
   bool has_notifier = false;
   int notify_max_attempts = NotifierOptions{}.max_attempts;
   NotifyOutcomes notify;  // for members in the Stack's namespace
+  SetupOutcomes setup;    // the Stack's setup steps: in flight or done
 
   std::string now;                         // RFC 3339, for condition transitions
   NotifyOutcome::Clock::time_point clock;  // for notification retries
@@ -45,20 +47,12 @@ struct Snapshot {
   std::string name() const { return stack.metadata.name; }
 };
 
-// What a pass found out after a plan asked (Plan::claims_to_read, Plan::setup_steps). The pass
-// plans again with them until the plan asks for nothing more.
+// What a pass found out after a plan asked (Plan::claims_to_read). The pass plans again with
+// them until the plan asks for nothing more.
 struct Findings {
   // Claims read from the server because the cache lacked them: null = not found (or the read
   // failed).
   std::map<std::string, informer::ObjectPtr> claims;
-  // Setup steps run this pass, by (pod, step).
-  std::map<std::pair<std::string, executor::SetupStepKind>, executor::SetupOutcome> setup;
-
-  const executor::SetupOutcome* setup_outcome(const std::string& pod,
-                                              executor::SetupStepKind kind) const {
-    auto it = setup.find({pod, kind});
-    return it == setup.end() ? nullptr : &it->second;
-  }
 };
 
 }  // namespace kstack::reconciler

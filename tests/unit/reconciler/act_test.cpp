@@ -102,7 +102,7 @@ struct ActTest : ::testing::Test {
   FakeEvents events;
   FakeNotify notify;
   informer::Store stacks, sets, services, pvcs, pods;
-  Actuators actuators{writer, events, &notify, &stacks, {&sets, &services, &pvcs, &pods}};
+  Actuators actuators{writer, events, &notify, &stacks, {&sets, &services, &pvcs, &pods}, nullptr};
 
   informer::WorkResult run(const World& w, const Plan& p) {
     return act(w.snapshot(), p, actuators);
@@ -216,6 +216,40 @@ TEST_F(ActTest, PlannedSendsReachTheNotifierAndPlannedEventsAreAllPosted) {
   run(w, p);
   EXPECT_EQ(notify.sent, std::vector<std::string>{"db-server-0"});
   EXPECT_EQ(events.posted.back().reason, "Scaling");
+}
+
+struct FakeSetupQueue : SetupQueue {
+  std::vector<std::string> started;  // "<stack> <pod>"
+  std::vector<SetupKey> forgotten;
+  void start(const std::string& stack_key, const executor::SetupStep& step) override {
+    started.push_back(stack_key + " " + step.target.pod);
+  }
+  void forget(const std::string&, const std::vector<SetupKey>& keys) override {
+    forgotten.insert(forgotten.end(), keys.begin(), keys.end());
+  }
+};
+
+TEST_F(ActTest, PlannedSetupStepsStartAndConsumedOutcomesAreForgottenOnlyOnceTheStatusIsWritten) {
+  FakeSetupQueue setup;
+  actuators.setup = &setup;
+  auto w = new_stack();
+  auto p = pass(w);
+  ASSERT_TRUE(p.write_status);
+  executor::SetupStep step;
+  step.kind = executor::SetupStepKind::kWriteConfig;
+  step.target = {"apps", "db-server-1", "c1"};
+  p.setup_steps = {step};
+  const SetupKey old{"db-server-0", "c0", executor::SetupStepKind::kReadConfigureStatus, 1};
+  p.setup_consumed = {old};
+
+  writer.status_error = error_of(kube::ErrorKind::kConflict, "stale");
+  run(w, p);
+  EXPECT_EQ(setup.started, std::vector<std::string>{"apps/db db-server-1"});
+  EXPECT_TRUE(setup.forgotten.empty()) << "the next pass replays the setup with them";
+
+  writer.status_error.reset();
+  run(w, p);
+  EXPECT_EQ(setup.forgotten, std::vector<SetupKey>{old});
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Test helper for plan() table tests: a small world — a Stack, its AppType and the owned objects
 // a converged cluster holds for it (bench/reconciler/live_objects.h) — that a test edits, then
 // turns into the Snapshot a pass would observe. Setup steps and server reads are answered by
-// fakes, as Reconciler::reconcile would run them, so a test stays snapshot in → plan out.
+// fakes, as the setup executor and Reconciler::reconcile would, so a test stays snapshot in →
+// plan out.
 #pragma once
 
 #include <map>
@@ -49,6 +50,7 @@ struct World {
   bool setup_runner = true;
   bool notifier = true;
   NotifyOutcomes notify;
+  SetupOutcomes setup_outcomes;  // steps in flight or done, as the setup executor holds them
   std::map<std::string, boost::json::value> server_claims;  // what a live GET of a claim finds
 
   catalog::Stack decoded() const;
@@ -79,7 +81,8 @@ struct World {
   std::uint64_t serial_ = 0;
 };
 
-// One pass: plan, answer what it asks with `setup` and world.server_claims, plan again.
+// One pass: plan, answer what it asks with `setup` and world.server_claims, plan again (each
+// setup step as if it finished and woke the next pass at once).
 Plan pass(const World& world, FakeSetup& setup);
 Plan pass(const World& world);
 
