@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <tl/expected.hpp>
 
+#include "tests/integration/nodesim/one_node_suite.h"
 #include "tests/nodesim/testing/e2e.h"
 
 namespace kstack::testenv::e2e {
@@ -43,21 +44,10 @@ std::int64_t int_at(const json::value& v, std::string_view pointer) {
   return p != nullptr && p->is_int64() ? p->get_int64() : -1;
 }
 
-class Commands : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    NodeSimulatorOptions options;
-    options.node_name = "command-node";
-    auto sim = NodeSimulator::start(control_plane(), options);
-    ASSERT_TRUE(sim) << sim.error();
-    simulator() = std::move(*sim);
-  }
-  static void TearDownTestSuite() { simulator().reset(); }
-  static std::unique_ptr<NodeSimulator>& simulator() {
-    static std::unique_ptr<NodeSimulator> sim;
-    return sim;
-  }
+inline constexpr char kCommandNode[] = "command-node";
 
+class Commands : public OneNodeSuite<kCommandNode> {
+ protected:
   tl::expected<json::value, std::string> create_and_wait(
       const json::value& manifest, const std::function<bool(const json::value&)>& done) {
     auto created = client_->create(kube::resources::kPods, ns_, manifest);

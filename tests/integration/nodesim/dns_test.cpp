@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "tests/integration/nodesim/one_node_suite.h"
 #include "tests/nodesim/testing/e2e.h"
 
 namespace kstack::testenv::e2e {
@@ -47,21 +48,10 @@ json::value headless(const std::string& name, bool publish_not_ready) {
                                             {"ports", json::array{json::object{{"port", 80}}}}}}};
 }
 
-class ClusterDnsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    NodeSimulatorOptions options;
-    options.node_name = "dns-node";
-    auto sim = NodeSimulator::start(control_plane(), options);
-    ASSERT_TRUE(sim) << sim.error();
-    simulator() = std::move(*sim);
-  }
-  static void TearDownTestSuite() { simulator().reset(); }
-  static std::unique_ptr<NodeSimulator>& simulator() {
-    static std::unique_ptr<NodeSimulator> sim;
-    return sim;
-  }
+inline constexpr char kDnsNode[] = "dns-node";
 
+class ClusterDnsTest : public OneNodeSuite<kDnsNode> {
+ protected:
   // The IPv4 addresses `name` resolves to in pod `pod` (getent ahostsv4: every address).
   std::set<std::string> resolve(const std::string& pod, const std::string& name) {
     auto r = kubectl_exec(control_plane(), ns_, pod, "app", {"getent", "ahostsv4", name});

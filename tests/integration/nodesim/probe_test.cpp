@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <tl/expected.hpp>
 
+#include "tests/integration/nodesim/one_node_suite.h"
 #include "tests/nodesim/testing/e2e.h"
 
 namespace kstack::testenv::e2e {
@@ -52,21 +53,10 @@ bool started(const json::value& pod) {
   return p != nullptr && p->is_bool() && p->get_bool();
 }
 
-class Probes : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    NodeSimulatorOptions options;
-    options.node_name = "probe-node";
-    auto sim = NodeSimulator::start(control_plane(), options);
-    ASSERT_TRUE(sim) << sim.error();
-    simulator() = std::move(*sim);
-  }
-  static void TearDownTestSuite() { simulator().reset(); }
-  static std::unique_ptr<NodeSimulator>& simulator() {
-    static std::unique_ptr<NodeSimulator> sim;
-    return sim;
-  }
+inline constexpr char kProbeNode[] = "probe-node";
 
+class Probes : public OneNodeSuite<kProbeNode> {
+ protected:
   tl::expected<json::value, std::string> wait(const std::string& name,
                                               const std::function<bool(const json::value&)>& done) {
     return wait_for_object(*client_, kube::resources::kPods, ns_, name, done, 60s);

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include "tests/integration/nodesim/one_node_suite.h"
 #include "tests/nodesim/testing/e2e.h"
 
 namespace kstack::testenv::e2e {
@@ -26,21 +27,10 @@ json::value pod(const std::string& name, const std::string& claim = {}) {
                       {"spec", spec}};
 }
 
-class Sandboxes : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    NodeSimulatorOptions options;
-    options.node_name = "sandbox-node";
-    auto sim = NodeSimulator::start(control_plane(), options);
-    ASSERT_TRUE(sim) << sim.error();
-    simulator() = std::move(*sim);
-  }
-  static void TearDownTestSuite() { simulator().reset(); }
-  static std::unique_ptr<NodeSimulator>& simulator() {
-    static std::unique_ptr<NodeSimulator> sim;
-    return sim;
-  }
+inline constexpr char kSandboxNode[] = "sandbox-node";
 
+class Sandboxes : public OneNodeSuite<kSandboxNode> {
+ protected:
   json::value run(const std::string& ns, const json::value& manifest) {
     auto created = client_->create(kube::resources::kPods, ns, manifest);
     EXPECT_TRUE(created) << created.error().to_string();
