@@ -24,7 +24,7 @@ namespace json = boost::json;
 const ConfigureEnvironment kEnvironment([](EnvironmentOptions& options) {
   options.users.push_back(TestUser{kOperatorUser, {}, {}});
   options.crd_dirs.push_back(std::filesystem::path(KSTACK_SOURCE_DIR) / "deploy" / "crds");
-  options.node_simulators = 1;
+  options.node_simulators = std::max(options.node_simulators, 1);  // app tests ask for 3
   options.node.node_name = "reconciler";
   options.node.cpu = "64";
   options.node.memory = "256Gi";
