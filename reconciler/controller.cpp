@@ -1,5 +1,6 @@
 #include "reconciler/controller.h"
 
+#include <functional>
 #include <mutex>
 #include <string_view>
 
@@ -70,7 +71,28 @@ Controller::Controller(std::shared_ptr<kube::Client> client, ControllerOptions o
 
 Controller::~Controller() { stop(); }
 
-kube::Result<void> Controller::start() {
+namespace {
+
+using Keys = std::vector<std::string>;
+using Enqueue = std::function<void(const Keys&)>;
+
+// A handler that enqueues the keys `keys_of` gives for the object on every add, update (the new
+// object and the old one: a label or owner may have been taken away) and delete.
+informer::EventHandler enqueue_keys_of(std::function<Keys(const boost::json::value&)> keys_of,
+                                       Enqueue enqueue) {
+  informer::EventHandler h;
+  h.on_add = [keys_of, enqueue](const informer::ObjectPtr& o) { enqueue(keys_of(*o)); };
+  h.on_update = [keys_of, enqueue](const informer::ObjectPtr& old, const informer::ObjectPtr& o) {
+    enqueue(keys_of(*o));
+    if (old) enqueue(keys_of(*old));
+  };
+  h.on_delete = [keys_of, enqueue](const informer::ObjectPtr& o, bool) { enqueue(keys_of(*o)); };
+  return h;
+}
+
+}  // namespace
+
+void Controller::open_informers() {
   auto& s = *impl_;
   const auto& opts = s.options;
   const std::string owned = fmt::format("{}={}", kLabelManagedBy, kManagedByValue);
@@ -91,11 +113,16 @@ kube::Result<void> Controller::start() {
   s.pvcs =
       &f.informer(watch(kube::resources::kPersistentVolumeClaims, opts.watch_namespace, owned));
   s.pods = &f.informer(watch(kube::resources::kPods, opts.watch_namespace, owned));
+}
 
+void Controller::build_pipeline() {
+  auto& s = *impl_;
+  const auto& opts = s.options;
   informer::WorkQueueOptions qo;
   qo.name = "stack";
   qo.metrics = opts.queue_metrics;
   s.queue = std::make_unique<informer::WorkQueue>(qo);
+  auto requeue = [q = s.queue.get()](const std::string& key) { q->add(key); };
   s.executor = std::make_unique<executor::Executor>(client_, opts.executor);
   Caches caches;
   caches.stacks = &s.stacks->store();
@@ -107,117 +134,82 @@ kube::Result<void> Controller::start() {
   ro.operator_namespace = opts.operator_namespace;
   ro.poll_interval = opts.poll_interval;
   s.setup = std::make_unique<executor::SetupRunner>(client_, opts.setup);
-  s.notifier = std::make_unique<Notifier>(
-      *s.setup, [q = s.queue.get()](const std::string& key) { q->add(key); }, opts.notifier);
+  s.notifier = std::make_unique<Notifier>(*s.setup, requeue, opts.notifier);
   s.setup_steps = std::make_unique<executor::SetupStepRunner>(*s.setup, *client_);
-  s.setup_executor = std::make_unique<SetupExecutor>(
-      *s.setup_steps, [q = s.queue.get()](const std::string& key) { q->add(key); },
-      opts.setup_steps);
+  s.setup_executor = std::make_unique<SetupExecutor>(*s.setup_steps, requeue, opts.setup_steps);
   s.reconciler = std::make_unique<Reconciler>(caches, *s.executor, ro,
                                               SetupHooks{s.setup_executor.get(), s.notifier.get()});
+}
 
+void Controller::add_handlers() {
+  auto& s = *impl_;
   auto* queue = s.queue.get();
   auto* rec = s.reconciler.get();
-  auto enqueue = [queue](const std::vector<std::string>& keys) {
+  Enqueue enqueue = [queue](const Keys& keys) {
     for (const auto& k : keys) queue->add(k);
   };
+  // Pods and the StatefulSets' status: coalesced (ControllerOptions::coalesce).
+  const auto coalesce = std::chrono::duration_cast<std::chrono::nanoseconds>(s.options.coalesce);
+  Enqueue enqueue_soon = [queue, coalesce](const Keys& keys) {
+    for (const auto& k : keys) queue->add_after(k, coalesce);
+  };
 
-  informer::EventHandler on_stack;
-  on_stack.on_add = [queue](const informer::ObjectPtr& o) { queue->add(informer::object_key(*o)); };
-  on_stack.on_update = [queue](const informer::ObjectPtr&, const informer::ObjectPtr& o) {
-    queue->add(informer::object_key(*o));
-  };
-  on_stack.on_delete = [queue](const informer::ObjectPtr& o, bool) {
-    queue->add(informer::object_key(*o));
-  };
+  auto on_stack = enqueue_keys_of(
+      [](const boost::json::value& o) { return Keys{informer::object_key(o)}; }, enqueue);
   on_stack.on_resync = [queue, &s](const informer::ObjectPtr& o) {
     s.resyncs.fetch_add(1);
     queue->add(informer::object_key(*o));
   };
   s.handlers.push_back(s.stacks->add_handler(on_stack));
 
-  informer::EventHandler on_owned;
-  on_owned.on_add = [enqueue](const informer::ObjectPtr& o) {
-    enqueue(Reconciler::stacks_for_owned(*o));
+  const auto owner_keys = [](const boost::json::value& o) {
+    return Reconciler::stacks_for_owned(o);
   };
-  on_owned.on_update = [enqueue](const informer::ObjectPtr& old, const informer::ObjectPtr& o) {
-    enqueue(Reconciler::stacks_for_owned(*o));
-    if (old) enqueue(Reconciler::stacks_for_owned(*old));  // a label or owner was taken away
-  };
-  on_owned.on_delete = [enqueue](const informer::ObjectPtr& o, bool) {
-    enqueue(Reconciler::stacks_for_owned(*o));
-  };
+  auto on_owned = enqueue_keys_of(owner_keys, enqueue);
   for (auto* inf : {s.services, s.pvcs}) s.handlers.push_back(inf->add_handler(on_owned));
-
-  // Pods and the StatefulSets' status: coalesced (ControllerOptions::coalesce).
-  const auto coalesce = std::chrono::duration_cast<std::chrono::nanoseconds>(opts.coalesce);
-  auto enqueue_soon = [queue, coalesce](const std::vector<std::string>& keys) {
-    for (const auto& k : keys) queue->add_after(k, coalesce);
-  };
-  informer::EventHandler on_pod;
-  on_pod.on_add = [enqueue_soon](const informer::ObjectPtr& o) {
-    enqueue_soon(Reconciler::stacks_for_owned(*o));
-  };
-  on_pod.on_update = [enqueue_soon](const informer::ObjectPtr& old, const informer::ObjectPtr& o) {
-    enqueue_soon(Reconciler::stacks_for_owned(*o));
-    if (old) enqueue_soon(Reconciler::stacks_for_owned(*old));
-  };
-  on_pod.on_delete = [enqueue_soon](const informer::ObjectPtr& o, bool) {
-    enqueue_soon(Reconciler::stacks_for_owned(*o));
-  };
-  s.handlers.push_back(s.pods->add_handler(on_pod));
+  s.handlers.push_back(s.pods->add_handler(enqueue_keys_of(owner_keys, enqueue_soon)));
 
   informer::EventHandler on_set = on_owned;
-  on_set.on_update = [enqueue, enqueue_soon](const informer::ObjectPtr& old,
-                                             const informer::ObjectPtr& o) {
-    if (old && status_only_change(*old, *o)) {
-      enqueue_soon(Reconciler::stacks_for_owned(*o));
-      return;
-    }
-    enqueue(Reconciler::stacks_for_owned(*o));
-    if (old) enqueue(Reconciler::stacks_for_owned(*old));
+  on_set.on_update = [enqueue, enqueue_soon, owned_update = on_owned.on_update](
+                         const informer::ObjectPtr& old, const informer::ObjectPtr& o) {
+    if (old && status_only_change(*old, *o)) return enqueue_soon(Reconciler::stacks_for_owned(*o));
+    owned_update(old, o);
   };
   s.handlers.push_back(s.sets->add_handler(on_set));
 
-  informer::EventHandler on_app;
-  on_app.on_add = [enqueue, rec](const informer::ObjectPtr& o) {
-    enqueue(rec->stacks_for_apptype(*o));
-  };
-  on_app.on_update = [enqueue, rec](const informer::ObjectPtr&, const informer::ObjectPtr& o) {
-    enqueue(rec->stacks_for_apptype(*o));
-  };
-  on_app.on_delete = [enqueue, rec](const informer::ObjectPtr& o, bool) {
-    enqueue(rec->stacks_for_apptype(*o));
-  };
-  s.handlers.push_back(s.apptypes->add_handler(on_app));
+  s.handlers.push_back(s.apptypes->add_handler(enqueue_keys_of(
+      [rec](const boost::json::value& o) { return rec->stacks_for_apptype(o); }, enqueue)));
+  s.handlers.push_back(s.configs->add_handler(
+      enqueue_keys_of([rec](const boost::json::value&) { return rec->all_stacks(); }, enqueue)));
+}
 
-  informer::EventHandler on_config;
-  on_config.on_add = [enqueue, rec](const informer::ObjectPtr&) { enqueue(rec->all_stacks()); };
-  on_config.on_update = [enqueue, rec](const informer::ObjectPtr&, const informer::ObjectPtr&) {
-    enqueue(rec->all_stacks());
-  };
-  on_config.on_delete = [enqueue, rec](const informer::ObjectPtr&, bool) {
-    enqueue(rec->all_stacks());
-  };
-  s.handlers.push_back(s.configs->add_handler(on_config));
-
-  f.start();  // the shared caches may run already: their handlers got what they hold
+kube::Result<void> Controller::wait_synced() {
+  auto& s = *impl_;
   const std::pair<const char*, informer::SharedInformer*> caches_by_name[] = {
       {"stacks", s.stacks},     {"apptypes", s.apptypes}, {"kstackconfigs", s.configs},
       {"statefulsets", s.sets}, {"services", s.services}, {"persistentvolumeclaims", s.pvcs},
       {"pods", s.pods}};
   for (const auto& [name, inf] : caches_by_name) {
-    if (!inf->wait_for_sync(opts.sync_timeout)) {
+    if (!inf->wait_for_sync(s.options.sync_timeout)) {
       return kube::make_error(
           kube::ErrorKind::kTimeout,
           fmt::format("controller: the {} cache did not sync within {} ms (can kstack list and "
                       "watch {}?)",
-                      name, opts.sync_timeout.count(), name));
+                      name, s.options.sync_timeout.count(), name));
     }
   }
   s.synced = true;
   spdlog::info("controller: caches synced ({} stacks)", s.stacks->store().size());
-  if (opts.start_workers) start_workers();
+  return {};
+}
+
+kube::Result<void> Controller::start() {
+  open_informers();
+  build_pipeline();
+  add_handlers();
+  impl_->factory->start();  // the shared caches may run already: their handlers got what they hold
+  if (auto synced = wait_synced(); !synced) return synced;
+  if (impl_->options.start_workers) start_workers();
   return {};
 }
 

@@ -89,6 +89,13 @@ class Controller {
   kube::Client& client() { return *client_; }
 
  private:
+  // The steps of start(): one shared informer per kind; the queue, executor, setup runners and
+  // reconciler; the event handlers that enqueue Stacks; the wait until every cache has synced.
+  void open_informers();
+  void build_pipeline();
+  void add_handlers();
+  kube::Result<void> wait_synced();
+
   struct Impl;
   std::shared_ptr<kube::Client> client_;
   std::unique_ptr<Impl> impl_;
