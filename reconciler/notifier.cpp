@@ -9,22 +9,19 @@ namespace kstack::reconciler {
 
 Notifier::Notifier(executor::SetupRunner& runner, std::function<void(const std::string&)> on_done,
                    NotifierOptions options)
-    : runner_(runner), on_done_(std::move(on_done)), options_(options) {
-  for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this] { loop(); });
-}
+    : runner_(runner),
+      on_done_(std::move(on_done)),
+      options_(options),
+      pool_(options.threads, [this](Job& job) { run(job); }) {}
 
 Notifier::~Notifier() { stop(); }
 
 void Notifier::stop() {
   {
     std::lock_guard lock(mu_);
-    if (stopping_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
-  for (auto& t : threads_) {
-    if (t.joinable()) t.join();
-  }
+  pool_.stop();
 }
 
 std::string notify_id(const executor::MemberTarget& member,
@@ -53,9 +50,8 @@ void Notifier::send(const std::string& stack_key, const executor::MemberTarget& 
     // In flight or delivered: nothing to do. Failed: the pass decided it is time to retry.
     if (!inserted && it->second.state != Outcome::State::kFailed) return;
     it->second.state = Outcome::State::kInFlight;
-    jobs_.push_back(Job{stack_key, member, arguments, id, kube::log_fields()});
   }
-  cv_.notify_one();
+  pool_.post(Job{stack_key, member, arguments, notify_id(member, arguments)});
 }
 
 void Notifier::forget(const executor::MemberTarget& member,
@@ -76,43 +72,32 @@ NotifyOutcomes Notifier::outcomes_in(std::string_view ns) const {
   return out;
 }
 
-void Notifier::loop() {
-  for (;;) {
-    Job job;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (stopping_) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
-    const kube::LogScope log_scope(job.log_fields);
-    auto result = runner_.run_startscript(job.member, job.arguments);
-    std::string error;
-    if (!result) {
-      error = result.error().message;
-    } else if (result->exit_code != 0) {
-      error = fmt::format("startscript exited {}{}{}", result->exit_code,
-                          result->stderr_tail.empty() ? "" : ": ", result->stderr_tail);
-    }
-    {
-      std::lock_guard lock(mu_);
-      auto& o = outcomes_[job.id];
-      o.attempts += 1;
-      if (error.empty()) {
-        o.state = Outcome::State::kSucceeded;
-        o.error.clear();
-      } else {
-        o.state = Outcome::State::kFailed;
-        o.error = error;
-        auto delay = options_.first_retry * (1LL << std::min(o.attempts - 1, 16));
-        o.retry_at = Clock::now() + std::min<std::chrono::milliseconds>(delay, options_.max_retry);
-        spdlog::warn("notify {}/{} {}: attempt {}: {}", job.member.namespace_name, job.member.pod,
-                     fmt::join(job.arguments, " "), o.attempts, error);
-      }
-    }
-    if (on_done_) on_done_(job.stack_key);
+void Notifier::run(Job& job) {
+  auto result = runner_.run_startscript(job.member, job.arguments);
+  std::string error;
+  if (!result) {
+    error = result.error().message;
+  } else if (result->exit_code != 0) {
+    error = fmt::format("startscript exited {}{}{}", result->exit_code,
+                        result->stderr_tail.empty() ? "" : ": ", result->stderr_tail);
   }
+  {
+    std::lock_guard lock(mu_);
+    auto& o = outcomes_[job.id];
+    o.attempts += 1;
+    if (error.empty()) {
+      o.state = Outcome::State::kSucceeded;
+      o.error.clear();
+    } else {
+      o.state = Outcome::State::kFailed;
+      o.error = error;
+      auto delay = options_.first_retry * (1LL << std::min(o.attempts - 1, 16));
+      o.retry_at = Clock::now() + std::min<std::chrono::milliseconds>(delay, options_.max_retry);
+      spdlog::warn("notify {}/{} {}: attempt {}: {}", job.member.namespace_name, job.member.pod,
+                   fmt::join(job.arguments, " "), o.attempts, error);
+    }
+  }
+  if (on_done_) on_done_(job.stack_key);
 }
 
 }  // namespace kstack::reconciler

@@ -6,19 +6,16 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "executor/setup.h"
-#include "kube/log_context.h"
+#include "reconciler/job_pool.h"
 
 namespace kstack::reconciler {
 
@@ -86,19 +83,16 @@ class Notifier : public NotifyQueue {
     executor::MemberTarget member;
     std::vector<std::string> arguments;
     std::string id;
-    kube::LogFields log_fields;  // the sending pass's, for the lines logged about the job
   };
-  void loop();
+  void run(Job& job);
 
   executor::SetupRunner& runner_;
   std::function<void(const std::string&)> on_done_;
   NotifierOptions options_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> jobs_;
   std::map<std::string, Outcome> outcomes_;
   bool stopping_ = false;
-  std::vector<std::thread> threads_;
+  JobPool<Job> pool_;  // last: its threads stop before the rest is destroyed
 };
 
 }  // namespace kstack::reconciler

@@ -7,18 +7,15 @@
 #pragma once
 
 #include <compare>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "executor/actuators.h"
-#include "kube/log_context.h"
+#include "reconciler/job_pool.h"
 
 namespace kstack::reconciler {
 
@@ -80,18 +77,15 @@ class SetupExecutor : public SetupQueue {
   struct Job {
     std::string stack_key;
     executor::SetupStep step;
-    kube::LogFields log_fields;  // the starting pass's, for the lines logged about the step
   };
-  void loop();
+  void run(Job& job);
 
   executor::SetupSteps& steps_;
   std::function<void(const std::string&)> on_done_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> jobs_;
   std::map<std::string, SetupOutcomes> outcomes_;  // by Stack key
   bool stopping_ = false;
-  std::vector<std::thread> threads_;
+  JobPool<Job> pool_;  // last: its threads stop before the rest is destroyed
 };
 
 }  // namespace kstack::reconciler
