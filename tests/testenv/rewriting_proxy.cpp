@@ -21,14 +21,6 @@
 namespace kstack::testenv {
 namespace {
 
-sockaddr_in loopback(std::uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return a;
-}
-
 [[noreturn]] void fail(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), "rewriting proxy: " + what);
 }
@@ -286,33 +278,12 @@ RewritingProxy::RewritingProxy(std::uint16_t target_port, const std::filesystem:
   // through this proxy's (the same one): nothing to verify twice.
   SSL_CTX_set_verify(tls_->client, SSL_VERIFY_NONE, nullptr);
 
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) fail("socket");
-  auto addr = loopback(0);
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) fail("bind");
-  if (::listen(listen_fd_, 64) != 0) fail("listen");
-  socklen_t len = sizeof addr;
-  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-  port_ = ntohs(addr.sin_port);
-  if (::pipe2(wake_pipe_, O_CLOEXEC) != 0) fail("pipe");
-  acceptor_ = std::thread([this] { accept_loop(); });
+  server_ = std::make_unique<LoopbackServer>([this](int client_fd) { serve(client_fd); });
 }
 
 RewritingProxy::~RewritingProxy() {
-  stopping_ = true;
-  char c = 0;
-  (void)!::write(wake_pipe_[1], &c, 1);
-  acceptor_.join();
-  std::vector<std::thread> connections;
-  {
-    std::lock_guard lock(mu_);
-    for (int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);  // unblocks their reads
-    connections.swap(connections_);
-  }
-  for (auto& t : connections) t.join();
-  ::close(listen_fd_);
-  ::close(wake_pipe_[0]);
-  ::close(wake_pipe_[1]);
+  stopping_ = true;  // ends the watch relays and exchanges
+  server_->stop();
 }
 
 void RewritingProxy::set_rewrite(Rewrite rewrite) {
@@ -332,33 +303,16 @@ std::optional<std::string> RewritingProxy::rewrite(const Request& request, int s
   return out;
 }
 
-void RewritingProxy::accept_loop() {
-  while (!stopping_) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
-    if (stopping_) return;
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    std::lock_guard lock(mu_);
-    open_fds_.push_back(fd);
-    connections_.emplace_back([this, fd] { serve(fd); });
-  }
-}
-
 void RewritingProxy::serve(int client_fd) {
   const int server_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  {
-    std::lock_guard lock(mu_);
-    open_fds_.push_back(server_fd);
-    if (stopping_) ::shutdown(client_fd, SHUT_RDWR);
-  }
+  if (server_fd < 0) return;
+  server_->track(server_fd);
   {
     Conn client(SSL_new(tls_->server), client_fd);
     Conn server(SSL_new(tls_->client), server_fd);
     SSL_set_fd(client.ssl(), client_fd);
     SSL_set_fd(server.ssl(), server_fd);
-    auto addr = loopback(target_port_);
+    auto addr = loopback_address(target_port_);
     const bool connected =
         SSL_accept(client.ssl()) == 1 &&
         ::connect(server_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
@@ -370,11 +324,7 @@ void RewritingProxy::serve(int client_fd) {
     }
     SSL_shutdown(client.ssl());
   }
-  std::lock_guard lock(mu_);
-  for (int fd : {client_fd, server_fd}) {
-    open_fds_.erase(std::remove(open_fds_.begin(), open_fds_.end(), fd), open_fds_.end());
-    ::close(fd);
-  }
+  server_->close_tracked(server_fd);
 }
 
 }  // namespace kstack::testenv

@@ -14,8 +14,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
-#include <vector>
+
+#include "tests/testenv/loopback_server.h"
 
 namespace kstack::testenv {
 
@@ -37,7 +37,7 @@ class RewritingProxy {
   RewritingProxy(const RewritingProxy&) = delete;
   RewritingProxy& operator=(const RewritingProxy&) = delete;
 
-  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(server_->port()); }
 
   // Applies from the next answer on; an empty function passes everything through.
   void set_rewrite(Rewrite rewrite);
@@ -46,22 +46,16 @@ class RewritingProxy {
 
  private:
   struct Tls;
-  void accept_loop();
   void serve(int client_fd);
   std::optional<std::string> rewrite(const Request& request, int status, const std::string& body);
 
   std::uint16_t target_port_;
-  std::uint16_t port_ = 0;
-  int listen_fd_ = -1;
-  int wake_pipe_[2] = {-1, -1};
   std::unique_ptr<Tls> tls_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> rewritten_{0};
   std::mutex mu_;
   Rewrite rewrite_;
-  std::vector<int> open_fds_;  // sockets of live connections, shut down by the destructor
-  std::vector<std::thread> connections_;
-  std::thread acceptor_;
+  std::unique_ptr<LoopbackServer> server_;  // started last, once TLS is set up
 };
 
 }  // namespace kstack::testenv

@@ -5,11 +5,9 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
+
+#include "tests/testenv/loopback_server.h"
 
 namespace kstack::testenv {
 
@@ -21,30 +19,23 @@ class TcpProxy {
   TcpProxy(const TcpProxy&) = delete;
   TcpProxy& operator=(const TcpProxy&) = delete;
 
-  std::uint16_t port() const { return port_; }
-  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  std::uint16_t port() const { return server_.port(); }
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port()); }
 
   // Closes every forwarded connection and refuses (accepts then closes) new ones until
-  // restore(). Returns once existing connections are closed.
+  // restore(). Existing connections are shut down (their threads close them).
   void cut();
   void restore();
   std::uint64_t connections_accepted() const { return accepted_.load(); }
 
  private:
-  void accept_loop();
+  void serve(int client_fd);
   void pump(int client_fd, int server_fd);
 
   std::uint16_t target_port_;
-  std::uint16_t port_ = 0;
-  int listen_fd_ = -1;
-  int wake_pipe_[2] = {-1, -1};
-  std::atomic<bool> stopping_{false};
   std::atomic<bool> cut_{false};
   std::atomic<std::uint64_t> accepted_{0};
-  std::mutex mu_;
-  std::vector<int> open_fds_;  // both ends of live connections, for cut()
-  std::vector<std::thread> pumps_;
-  std::thread acceptor_;
+  LoopbackServer server_;  // last: stopped before the rest is destroyed
 };
 
 }  // namespace kstack::testenv
