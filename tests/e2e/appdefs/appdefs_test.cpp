@@ -50,14 +50,6 @@ constexpr auto kLogTimeout = 90s;
 
 fs::path appdefs_dir() { return fs::path(KSTACK_SOURCE_DIR) / "appdefs"; }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::vector<std::string> split(std::string_view text, char sep) {
   std::vector<std::string> out;
   std::size_t start = 0;
@@ -71,7 +63,7 @@ std::vector<std::string> split(std::string_view text, char sep) {
 
 // appdefs/<app>/stack.yaml in `ns`.
 json::value example_stack(const std::string& app, const std::string& ns) {
-  auto parsed = catalog::parse_yaml(read_text(appdefs_dir() / app / "stack.yaml"));
+  auto parsed = catalog::parse_yaml(read_file(appdefs_dir() / app / "stack.yaml"));
   if (!parsed) throw std::runtime_error(app + "/stack.yaml: " + parsed.error().to_string());
   parsed->as_object()["metadata"].as_object()["namespace"] = ns;
   return std::move(*parsed);

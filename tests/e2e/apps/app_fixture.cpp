@@ -31,18 +31,10 @@ const ConfigureEnvironment kEnvironment([](EnvironmentOptions& options) {
 
 fs::path appdefs_dir() { return fs::path(KSTACK_SOURCE_DIR) / "appdefs"; }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 json::value example_stack(const std::string& app, const std::string& ns) {
-  auto parsed = catalog::parse_yaml(read_text(appdefs_dir() / app / "stack.yaml"));
+  auto parsed = catalog::parse_yaml(read_file(appdefs_dir() / app / "stack.yaml"));
   if (!parsed) throw std::runtime_error(app + "/stack.yaml: " + parsed.error().to_string());
   parsed->as_object()["metadata"].as_object()["namespace"] = ns;
   return std::move(*parsed);

@@ -33,6 +33,8 @@ const ConfigureEnvironment kEnvironment([](EnvironmentOptions& options) {
 
 const kube::ResourceType kCoreEvents{"", "v1", "events", "Event", true};
 
+}  // namespace
+
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path.string());
@@ -40,8 +42,6 @@ std::string read_file(const std::filesystem::path& path) {
   text << in.rdbuf();
   return text.str();
 }
-
-}  // namespace
 
 bool EventItems::has(std::string_view item) const {
   return std::find(items.begin(), items.end(), item) != items.end();

@@ -37,6 +37,8 @@ inline constexpr std::chrono::seconds kConvergeTimeout{180};
 // measured latency is printed, not asserted).
 inline constexpr std::chrono::seconds kRepairTimeout{30};
 
+// The whole file; throws std::runtime_error when it cannot be read.
+std::string read_file(const std::filesystem::path& path);
 // <source>/tests/e2e/reconciler/testdata/<file>.
 std::filesystem::path testdata(std::string_view file);
 // A testdata YAML file (one document) as JSON, with metadata.namespace set, and metadata.name

@@ -24,14 +24,6 @@ namespace {
 namespace json = boost::json;
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string base64(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
   const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
@@ -104,7 +96,7 @@ json::value stack_setup_fixture(std::string_view file, const std::string& ns,
                                 const std::string& name) {
   const fs::path path = fs::path(KSTACK_SOURCE_DIR) / "tests" / "e2e" / "stack_setup" / "testdata" /
                         std::string(file);
-  auto parsed = catalog::parse_yaml(read_text(path));
+  auto parsed = catalog::parse_yaml(read_file(path));
   if (!parsed) throw std::runtime_error(fmt::format("{}: {}", file, parsed.error().to_string()));
   auto& metadata = parsed->as_object()["metadata"].as_object();
   metadata["namespace"] = ns;
