@@ -147,12 +147,13 @@ namespace {
 // A registered image's container: its process, environment, working directory and user.
 tl::expected<void, std::string> apply_image(const json::value& pod, const json::value& c,
                                             const ImageContext& images, const std::string& hostname,
-                                            ContainerConfig& cc, std::vector<std::string>& notes) {
+                                            ContainerConfig& cc) {
   auto image = images.images != nullptr ? images.images->find(cc.image) : nullptr;
   if (!image) return {};
   auto user = container_user(pod, c, *image, images.etc);
   if (!user) return tl::unexpected(fmt::format("container {}: {}", cc.name, user.error()));
-  cc.env = container_env(pod, c, hostname, notes, image->env, user->home);
+  std::vector<std::string> noted_already;  // the first container_env call's notes stand
+  cc.env = container_env(pod, c, hostname, noted_already, image->env, user->home);
   cc.command = image_process(*image, expanded_list(c, "/command", cc.env),
                              expanded_list(c, "/args", cc.env));
   if (cc.command.empty()) {
@@ -204,7 +205,7 @@ tl::expected<PodConfig, std::string> build_pod_config(const json::value& pod,
       cc.working_dir = str(c, "/workingDir");
       cc.env = container_env(pod, c, config.hostname, notes);
       cc.command = container_command(c, cc.env);
-      if (auto r = apply_image(pod, c, images, config.hostname, cc, notes); !r) {
+      if (auto r = apply_image(pod, c, images, config.hostname, cc); !r) {
         return tl::unexpected(r.error());
       }
       if (cc.command.empty() && arr(c, "/args") != nullptr) {
