@@ -60,6 +60,9 @@ struct Options {
   // The cluster DNS server's IPv4 address for the sandboxes' /etc/resolv.conf (with the
   // cluster.local search path); "" = a copy of the host's.
   std::string cluster_dns;
+  // Registered images: reference -> build context directory (--image=<ref>=<dir>,
+  // image.h). A container whose image is not here runs as if images did not exist.
+  std::map<std::string, std::filesystem::path> images;
 };
 
 namespace resources {
@@ -83,6 +86,7 @@ struct Context {
   informer::Informer* volumes = nullptr;
   informer::Informer* classes = nullptr;
   Runtime* runtime = nullptr;
+  ImageSet images;  // options.images, read at start
   // Heartbeats stopped (POST /heartbeats/stop): the node is "lost", so its kubelet and
   // scheduler stop writing to the API too, as a partitioned node would.
   std::atomic<bool> lost{false};

@@ -138,10 +138,15 @@ json::value state_json(const PodState& state) {
 Kubelet::Kubelet(Context& ctx)
     : ctx_(ctx),
       queue_(queue_options("kubelet")),
-      // Containers that run a command get every probe; idle ones (no command: nothing of theirs
-      // would answer) only their httpGet readiness probe, with --http-probes.
-      prober_([](const json::value& container) { return arr(container, "/command") != nullptr; },
-              ctx.options.http_probes) {}
+      // Containers that run a process (a command, or a registered image's entrypoint) get
+      // every probe; idle ones (nothing of theirs would answer) only their httpGet readiness
+      // probe, with --http-probes.
+      prober_(
+          [&ctx](const json::value& container) {
+            return arr(container, "/command") != nullptr ||
+                   ctx.images.find(str(container, "/image")) != nullptr;
+          },
+          ctx.options.http_probes) {}
 
 Kubelet::~Kubelet() { stop(); }
 
@@ -351,7 +356,10 @@ tl::expected<ResolvedVolume, std::string> Kubelet::resolve_volume(const json::va
       }
       if (!r) return tl::unexpected(r.error());
     }
-  } else if (find(volume, "/emptyDir") == nullptr) {
+  } else if (find(volume, "/emptyDir") != nullptr) {
+    // As the kubelet makes them: writable by any user the container runs as.
+    fs::permissions(dir, fs::perms::all, ec);
+  } else {
     spdlog::info("pod {}/{}: volume {} is of an unsupported type; mounting an empty directory", ns,
                  str(pod, "/metadata/name"), vol);
   }
@@ -362,7 +370,8 @@ WorkResult Kubelet::start_pod(const json::value& pod) {
   const std::string key = informer::object_key(pod);
   std::vector<std::string> notes;
   auto config = build_pod_config(
-      pod, [&](const json::value& v) { return resolve_volume(pod, v); }, notes);
+      pod, [&](const json::value& v) { return resolve_volume(pod, v); }, notes,
+      ImageContext{&ctx_.images});
   // Waiting for volumes is cheap to re-check; a sandbox that failed to start is retried with
   // the queue's exponential backoff.
   auto pending = [&](std::string_view reason, const std::string& message, WorkResult then) {

@@ -95,12 +95,24 @@ int main(int argc, char** argv) {
   app.add_option("--cluster-dns", o.cluster_dns,
                  "IPv4 address of the cluster DNS server the sandboxes' resolv.conf names "
                  "(default: the host's resolv.conf)");
+  std::vector<std::string> images;
+  app.add_option("--image", images,
+                 "A container image: <ref>=<build context dir>; containers of that image run its "
+                 "Dockerfile's ENTRYPOINT/CMD with its COPY'd files, ENV, WORKDIR and USER "
+                 "(repeatable)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   try {
     app.parse(argc, argv);
     o.heartbeat_interval = parse_duration(heartbeat);
     if (!labels.empty()) o.labels = parse_labels(labels);
+    for (const auto& image : images) {
+      const auto eq = image.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == image.size()) {
+        throw CLI::ValidationError("--image", "expected <ref>=<build context dir>, got " + image);
+      }
+      o.images[image.substr(0, eq)] = image.substr(eq + 1);
+    }
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::exception& e) {

@@ -54,13 +54,36 @@ std::string field_ref(const json::value& pod, const std::string& path) {
   return {};
 }
 
+std::vector<std::pair<std::string, std::string>> split_env(const std::vector<std::string>& env) {
+  std::vector<std::pair<std::string, std::string>> vars;
+  for (const auto& kv : env) {
+    const auto eq = kv.find('=');
+    vars.emplace_back(kv.substr(0, eq), eq == std::string::npos ? "" : kv.substr(eq + 1));
+  }
+  return vars;
+}
+
+// container.command or .args with $(VAR) references to `env` expanded.
+std::vector<std::string> expanded_list(const json::value& container, std::string_view field,
+                                       const std::vector<std::string>& env) {
+  std::vector<std::string> out;
+  if (const auto* list = arr(container, field)) {
+    const auto vars = split_env(env);
+    for (const auto& a : *list) {
+      out.push_back(expand(a.is_string() ? std::string(a.get_string()) : "", vars));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-std::vector<std::string> container_env(const json::value& pod, const json::value& container,
-                                       const std::string& hostname,
-                                       std::vector<std::string>& notes) {
+std::vector<std::string> container_env(
+    const json::value& pod, const json::value& container, const std::string& hostname,
+    std::vector<std::string>& notes,
+    const std::vector<std::pair<std::string, std::string>>& image_env, const std::string& home) {
   std::vector<std::pair<std::string, std::string>> env = {
-      {"PATH", kDefaultPath}, {"HOSTNAME", hostname}, {"HOME", "/root"}};
+      {"PATH", kDefaultPath}, {"HOSTNAME", hostname}, {"HOME", home}};
   auto set = [&](const std::string& k, std::string v) {
     for (auto& [name, value] : env) {
       if (name == k) {
@@ -70,6 +93,7 @@ std::vector<std::string> container_env(const json::value& pod, const json::value
     }
     env.emplace_back(k, std::move(v));
   };
+  for (const auto& [k, v] : image_env) set(k, v);
   if (arr(container, "/envFrom") != nullptr) {
     notes.push_back("envFrom is not supported; skipped");
   }
@@ -96,9 +120,59 @@ std::vector<std::string> container_env(const json::value& pod, const json::value
   return out;
 }
 
+tl::expected<UserIds, std::string> container_user(const json::value& pod,
+                                                  const json::value& container, const Image& image,
+                                                  const std::filesystem::path& etc) {
+  auto ids = resolve_user(image.user, etc);
+  if (!ids) return tl::unexpected("USER " + image.user + ": " + ids.error());
+  auto setting = [&](std::string_view field) -> std::optional<std::int64_t> {
+    for (const auto* v : {find(container, fmt::format("/securityContext/{}", field)),
+                          find(pod, fmt::format("/spec/securityContext/{}", field))}) {
+      if (v != nullptr && v->is_int64()) return v->get_int64();
+    }
+    return std::nullopt;
+  };
+  if (auto uid = setting("runAsUser")) {
+    // As containerd: the uid's passwd entry (if any) gives the group and home.
+    auto by_uid = resolve_user(std::to_string(*uid), etc);
+    if (!by_uid) return tl::unexpected("runAsUser: " + by_uid.error());
+    ids = by_uid;
+  }
+  if (auto gid = setting("runAsGroup")) ids->gid = static_cast<unsigned>(*gid);
+  return ids;
+}
+
+namespace {
+
+// A registered image's container: its process, environment, working directory and user.
+tl::expected<void, std::string> apply_image(const json::value& pod, const json::value& c,
+                                            const ImageContext& images, const std::string& hostname,
+                                            ContainerConfig& cc) {
+  auto image = images.images != nullptr ? images.images->find(cc.image) : nullptr;
+  if (!image) return {};
+  auto user = container_user(pod, c, *image, images.etc);
+  if (!user) return tl::unexpected(fmt::format("container {}: {}", cc.name, user.error()));
+  std::vector<std::string> noted_already;  // the first container_env call's notes stand
+  cc.env = container_env(pod, c, hostname, noted_already, image->env, user->home);
+  cc.command = image_process(*image, expanded_list(c, "/command", cc.env),
+                             expanded_list(c, "/args", cc.env));
+  if (cc.command.empty()) {
+    return tl::unexpected(
+        fmt::format("container {}: image {} has no ENTRYPOINT or CMD and the container no command",
+                    cc.name, cc.image));
+  }
+  if (cc.working_dir.empty()) cc.working_dir = image->working_dir;
+  cc.image_def = image;
+  cc.user = *user;
+  return {};
+}
+
+}  // namespace
+
 tl::expected<PodConfig, std::string> build_pod_config(const json::value& pod,
                                                       const VolumeResolver& resolve,
-                                                      std::vector<std::string>& notes) {
+                                                      std::vector<std::string>& notes,
+                                                      const ImageContext& images) {
   PodConfig config;
   config.namespace_name = str(pod, "/metadata/namespace");
   config.name = str(pod, "/metadata/name");
@@ -131,6 +205,9 @@ tl::expected<PodConfig, std::string> build_pod_config(const json::value& pod,
       cc.working_dir = str(c, "/workingDir");
       cc.env = container_env(pod, c, config.hostname, notes);
       cc.command = container_command(c, cc.env);
+      if (auto r = apply_image(pod, c, images, config.hostname, cc); !r) {
+        return tl::unexpected(r.error());
+      }
       if (cc.command.empty() && arr(c, "/args") != nullptr) {
         notes.push_back(
             fmt::format("container {}: args without a command (the image's "
@@ -175,18 +252,9 @@ std::vector<std::string> container_command(const json::value& container,
                                            const std::vector<std::string>& env) {
   const auto* command = arr(container, "/command");
   if (command == nullptr || command->empty()) return {};
-  std::vector<std::pair<std::string, std::string>> vars;
-  for (const auto& kv : env) {
-    const auto eq = kv.find('=');
-    vars.emplace_back(kv.substr(0, eq), eq == std::string::npos ? "" : kv.substr(eq + 1));
-  }
-  std::vector<std::string> argv;
-  for (const char* field : {"/command", "/args"}) {
-    if (const auto* list = arr(container, field)) {
-      for (const auto& a : *list)
-        argv.push_back(expand(a.is_string() ? std::string(a.get_string()) : "", vars));
-    }
-  }
+  std::vector<std::string> argv = expanded_list(container, "/command", env);
+  const auto args = expanded_list(container, "/args", env);
+  argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }
 

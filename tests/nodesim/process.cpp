@@ -297,6 +297,8 @@ tl::expected<ExecProcess, std::string> spawn_exec(const ExecTarget& target,
   const int err_fd =
       options.tty ? pty_slave.get() : (child_err.get() >= 0 ? child_err.get() : null_fd.get());
   const bool tty = options.tty;
+  const long uid = target.uid;
+  const long gid = target.gid;
   const pid_t parent = ::getpid();
 
   pid_t pid = ::fork();
@@ -327,6 +329,15 @@ tl::expected<ExecProcess, std::string> spawn_exec(const ExecTarget& target,
       // The command, inside the sandbox's pid namespace (our parent is outside it: ppid 0).
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != 0) ::_exit(1);
+      // Raw system calls: they change this (only) thread's ids, without glibc's broadcast to
+      // the threads a forked child of a multithreaded process no longer has.
+      if (gid >= 0 && (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
+                       ::syscall(SYS_setresgid, gid, gid, gid) != 0)) {
+        child_fail("kstack-nodesim: cannot set the container's group\n", 126);
+      }
+      if (uid >= 0 && ::syscall(SYS_setresuid, uid, uid, uid) != 0) {
+        child_fail("kstack-nodesim: cannot set the container's user\n", 126);
+      }
       if (tty) {
         ::setsid();
         ::ioctl(0, TIOCSCTTY, 0);

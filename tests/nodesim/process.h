@@ -45,6 +45,10 @@ struct ExecTarget {
   std::string container_id;      // for logs
   std::vector<std::string> env;  // KEY=VALUE, the container's environment
   std::string working_dir;       // "" = "/"
+  // The command's identity (setresgid/setresuid, no supplementary groups); -1: the
+  // simulator's own (root).
+  long uid = -1;
+  long gid = -1;
 };
 
 struct ExecOptions {
@@ -68,7 +72,8 @@ struct ExecProcess {
   int pty_fd = -1;     // tty: the terminal's master, read and write
 };
 
-// Joins the sandbox's ipc, uts, pid and mount namespaces and execs argv (PATH looked up in the
+// Joins the sandbox's ipc, uts, pid and mount namespaces, takes the target's uid and gid, and
+// execs argv (PATH looked up in the
 // container's environment). A missing program is reported on stderr with exit code 127, as
 // shells do (126 when not executable).
 tl::expected<ExecProcess, std::string> spawn_exec(const ExecTarget& target,

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "tests/nodesim/image_layer.h"
 #include "tests/nodesim/json_util.h"
 
 namespace kstack::nodesim {
@@ -83,6 +84,12 @@ tl::expected<void, std::string> Runtime::start_container(Pod& pod, Container& c)
   }
   spec.mounts = c.config.mounts;
   if (auto r = prepare_root(spec); !r) return r;
+  if (c.config.image_def) {
+    // Copied again at every start: a restarted container gets the image's files afresh.
+    auto placed = place_image_files(*c.config.image_def, root);
+    if (!placed) return tl::unexpected("image " + c.config.image + ": " + placed.error());
+    spec.image_args = std::move(*placed);
+  }
   for (const auto& m : spec.mounts) {
     std::error_code ec;
     if (!fs::exists(m.source, ec))
@@ -98,8 +105,16 @@ tl::expected<void, std::string> Runtime::start_container(Pod& pod, Container& c)
     }
     if (!c.config.working_dir.empty()) args.insert(args.end(), {"--chdir", c.config.working_dir});
   }
+  std::vector<std::string> command = c.config.command;
+  if (c.config.user && !command.empty()) {
+    // The container's user: util-linux's setpriv, inside the sandbox, before the process.
+    std::vector<std::string> as_user = {
+        "/usr/bin/setpriv", fmt::format("--reuid={}", c.config.user->uid),
+        fmt::format("--regid={}", c.config.user->gid), "--clear-groups", "--"};
+    command.insert(command.begin(), as_user.begin(), as_user.end());
+  }
   auto process =
-      start_sandbox(options_.bwrap, args, c.config.command,
+      start_sandbox(options_.bwrap, args, command,
                     pod.dir / "containers" / (c.config.name + ".log"), options_.start_timeout);
   if (!process) return tl::unexpected(process.error());
   c.process = *process;
@@ -343,7 +358,12 @@ tl::expected<ExecTarget, LookupFailure> Runtime::exec_target(const std::string& 
         return tl::unexpected(
             LookupFailure{400, fmt::format("container not running ({})", c.state.id)});
       }
-      return ExecTarget{c.process.init_pid, c.state.id, c.config.env, c.config.working_dir};
+      ExecTarget target{c.process.init_pid, c.state.id, c.config.env, c.config.working_dir};
+      if (c.config.user) {
+        target.uid = c.config.user->uid;
+        target.gid = c.config.user->gid;
+      }
+      return target;
     }
     return tl::unexpected(
         LookupFailure{404, fmt::format("container not found (\"{}\")", container)});

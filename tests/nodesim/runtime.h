@@ -17,6 +17,7 @@
 
 #include <tl/expected.hpp>
 
+#include "tests/nodesim/image.h"
 #include "tests/nodesim/pod_state.h"
 #include "tests/nodesim/process.h"
 #include "tests/nodesim/sandbox.h"
@@ -29,9 +30,15 @@ struct ContainerConfig {
   std::vector<BindMount> mounts;  // volumes (PVC directories, emptyDirs, projections)
   std::vector<std::string> env;   // KEY=VALUE
   std::string working_dir;
-  // command + args ($(VAR) expanded); empty: no command, the sandbox idles (`sleep infinity`),
-  // as the image's entrypoint is unknown.
+  // The process: command + args ($(VAR) expanded), or for a registered image its ENTRYPOINT
+  // and CMD by Kubernetes' rules; empty: the sandbox idles (`sleep infinity`), as an
+  // unregistered image's entrypoint is unknown.
   std::vector<std::string> command;
+  // The registered image (its files are placed at each start); null when not registered.
+  std::shared_ptr<const Image> image_def;
+  // The identity of the process and of every exec (USER, securityContext); nullopt: the
+  // simulator's own (root), for unregistered images.
+  std::optional<UserIds> user;
 };
 
 struct PodConfig {

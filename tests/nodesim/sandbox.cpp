@@ -79,6 +79,7 @@ std::vector<std::string> bwrap_args(const SandboxSpec& spec) {
   for (const auto& dir : private_dirs()) {
     a.insert(a.end(), {"--bind", (spec.root / dir).string(), "/" + dir});
   }
+  a.insert(a.end(), spec.image_args.begin(), spec.image_args.end());
   std::vector<BindMount> mounts = spec.mounts;
   std::stable_sort(mounts.begin(), mounts.end(), [](const BindMount& x, const BindMount& y) {
     return depth(x.target) < depth(y.target);

@@ -52,6 +52,9 @@ struct SandboxSpec {
   std::string hosts_file;      // content of /etc/hosts
   std::vector<BindMount> mounts;
   std::string resolv_conf;  // content of /etc/resolv.conf; "" = a copy of the host's
+  // bwrap arguments placing an image's files (image_layer.h), after the private dirs' binds
+  // and before the volumes'.
+  std::vector<std::string> image_args;
 };
 
 // Creates root/<private dirs>, copies the host's /etc entries and writes /etc/hosts and

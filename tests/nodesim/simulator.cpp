@@ -89,6 +89,12 @@ tl::expected<void, std::string> Simulator::init(Options options) {
   fs::create_directories(o.state_dir / "volumes", ec);
   if (ec) return tl::unexpected("state dir " + o.state_dir.string() + ": " + ec.message());
 
+  // Images: every Dockerfile is read now, so that a mistake in one stops the simulator with
+  // its file and line rather than failing pods later.
+  auto images = ImageSet::load(o.images);
+  if (!images) return tl::unexpected(images.error());
+  ctx_.images = std::move(*images);
+
   // The node.
   ctx_.node.name = o.node_name;
   ctx_.node.labels = {{"kubernetes.io/hostname", o.node_name}, {"kubernetes.io/os", "linux"},

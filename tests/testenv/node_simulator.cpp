@@ -108,6 +108,8 @@ tl::expected<std::unique_ptr<NodeSimulator>, std::string> NodeSimulator::start(
   // In the pod network the e2e environment runs the cluster DNS (cluster_dns.h).
   if (e2e::in_pod_network())
     argv.push_back(std::string("--cluster-dns=") + e2e::kClusterDnsAddress);
+  for (const auto& [ref, dir] : options.images)
+    argv.push_back("--image=" + ref + "=" + dir.string());
   argv.insert(argv.end(), options.extra_args.begin(), options.extra_args.end());
 
   std::unique_ptr<NodeSimulator> sim(new NodeSimulator(options));

@@ -42,6 +42,10 @@ struct NodeSimulatorOptions {
   // simulator of this name in the process (default_pod_cidr), so that pod IPs are unique across
   // all the simulated nodes of a test binary.
   std::string pod_cidr;
+  // Container images the node runs (--image=<ref>=<dir>): reference -> build context
+  // directory holding a Dockerfile (docs/nodesim.md, "Images"). The e2e environment's nodes
+  // default to every appdefs image (testing/e2e.h, appdef_images()).
+  std::map<std::string, std::filesystem::path> images;
   std::vector<std::string> extra_args;
 };
 

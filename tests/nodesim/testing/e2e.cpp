@@ -133,8 +133,14 @@ void Environment::SetUp() {
     }
     cluster_dns() = std::move(*dns);
   }
+  auto app_images = appdef_images();
+  if (!app_images) {
+    ADD_FAILURE() << "appdefs images: " << app_images.error();
+    return;
+  }
   for (int i = 0; i < extra.node_simulators; ++i) {
     NodeSimulatorOptions node = extra.node;
+    node.images.insert(app_images->begin(), app_images->end());  // the binary's own win
     node.node_name = fmt::format("{}-{}", node.node_name.empty() ? "e2e" : node.node_name, i);
     auto sim = NodeSimulator::start(*instance(), node);
     if (!sim) {

@@ -22,6 +22,7 @@
 #include <tl/expected.hpp>
 
 #include "kube/client.h"
+#include "tests/nodesim/testing/appdef_images.h"
 #include "tests/testenv/control_plane.h"
 #include "tests/testenv/node_simulator.h"
 
@@ -44,7 +45,8 @@ struct EnvironmentOptions {
   // by custom resources are collected at once (see ControlPlane::Options).
   std::vector<std::filesystem::path> crd_dirs;
   // Simulated nodes started after the control plane and stopped before it, shared by the
-  // binary's tests (node_simulator(i)); each from `node` with node_name "<node_name>-<i>".
+  // binary's tests (node_simulator(i)); each from `node` with node_name "<node_name>-<i>",
+  // and every appdefs image (appdef_images()) added to `node.images`.
   int node_simulators = 0;
   NodeSimulatorOptions node;
   // kube-apiserver flags (ControlPlane::Options::apiserver_extra_args).

@@ -2,9 +2,12 @@
 #include "tests/nodesim/pod_config.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 namespace kstack::nodesim {
 namespace {
@@ -124,6 +127,73 @@ TEST(PodConfig, RestartPolicyDefaultsToAlways) {
   ASSERT_TRUE(config) << config.error();
   EXPECT_EQ(config->restart_policy, "Always");
   EXPECT_TRUE(config->containers[0].command.empty());
+}
+
+TEST(PodConfig, ARegisteredImageGivesItsProcessEnvironmentWorkdirAndUser) {
+  char tmpl[] = "/tmp/nodesim-podconfig-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::filesystem::path etc = tmpl;
+  std::ofstream(etc / "passwd") << "root:x:0:0:root:/root:/bin/sh\n"
+                                   "app:x:1001:1002::/home/app:/bin/sh\n"
+                                   "other:x:2001:2002::/home/other:/bin/sh\n";
+  std::ofstream(etc / "group") << "root:x:0:\napp:x:1002:\n";
+  Image image;
+  image.ref = "kstack/app:1";
+  image.entrypoint = {"/entry.sh"};
+  image.cmd = {"--default"};
+  image.env = {{"PATH", "/opt/app/bin:/usr/bin"}, {"MODE", "image"}};
+  image.working_dir = "/srv/app";
+  image.user = "app";
+  ImageSet images;
+  images.add(image);
+  const json::value pod = json::parse(R"json({
+    "metadata": {"name": "a-0", "namespace": "ns", "uid": "u"},
+    "spec": {"securityContext": {"runAsUser": 2001},
+      "containers": [
+        {"name": "plain", "image": "kstack/app:1",
+         "env": [{"name": "MODE", "value": "pod $(MODE)"}]},
+        {"name": "args", "image": "docker.io/kstack/app:1", "args": ["--port", "$(PORT)"],
+         "env": [{"name": "PORT", "value": "80"}],
+         "securityContext": {"runAsUser": 4242, "runAsGroup": 7}},
+        {"name": "command", "image": "kstack/app:1", "command": ["sh"], "workingDir": "/w"},
+        {"name": "other", "image": "busybox"}]}
+  })json");
+  std::vector<std::string> notes;
+  auto config = build_pod_config(pod, [](const json::value&) { return ResolvedVolume{}; }, notes,
+                                 {&images, etc});
+  ASSERT_TRUE(config) << config.error();
+  const auto& c = config->containers;
+  EXPECT_EQ(c[0].command, (std::vector<std::string>{"/entry.sh", "--default"}));
+  EXPECT_TRUE(has(c[0].env, "PATH=/opt/app/bin:/usr/bin"));
+  EXPECT_TRUE(has(c[0].env, "MODE=pod image"));  // the pod's env after the image's
+  EXPECT_EQ(c[0].working_dir, "/srv/app");
+  ASSERT_TRUE(c[0].user);
+  EXPECT_EQ(c[0].user->uid, 2001u);  // the pod's runAsUser over USER, with that uid's group
+  EXPECT_EQ(c[0].user->gid, 2002u);
+  EXPECT_TRUE(has(c[0].env, "HOME=/home/other"));
+  EXPECT_EQ(c[1].command, (std::vector<std::string>{"/entry.sh", "--port", "80"}));
+  EXPECT_EQ(c[1].user->uid, 4242u);  // the container's securityContext over the pod's
+  EXPECT_EQ(c[1].user->gid, 7u);
+  EXPECT_EQ(c[2].command, std::vector<std::string>{"sh"});  // CMD dropped
+  EXPECT_EQ(c[2].working_dir, "/w");
+  EXPECT_FALSE(c[3].image_def);  // not registered: as before images
+  EXPECT_FALSE(c[3].user);
+  EXPECT_TRUE(c[3].command.empty());
+
+  Image ghost = image;
+  ghost.ref = "kstack/ghost:1";
+  ghost.user = "ghost";
+  images.add(ghost);
+  const json::value ghost_pod = json::parse(R"json({
+    "metadata": {"name": "g", "namespace": "ns", "uid": "u2"},
+    "spec": {"containers": [{"name": "main", "image": "kstack/ghost:1"}]}})json");
+  auto refused = build_pod_config(ghost_pod, [](const json::value&) { return ResolvedVolume{}; },
+                                  notes, {&images, etc});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(),
+            "container main: USER ghost: unable to find user ghost: no matching entries in passwd "
+            "file");
+  std::filesystem::remove_all(etc);
 }
 
 }  // namespace

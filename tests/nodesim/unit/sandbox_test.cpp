@@ -34,7 +34,8 @@ TEST_F(SandboxTest, PreparesPrivateDirectoriesAndEtc) {
                    "web-0",
                    "127.0.0.5\tweb-0\n",
                    {},
-                   "nameserver 10.244.0.1\nsearch ns.svc.cluster.local\n"};
+                   "nameserver 10.244.0.1\nsearch ns.svc.cluster.local\n",
+                   {}};
   ASSERT_TRUE(prepare_root(spec));
   for (const auto& d : private_dirs()) EXPECT_TRUE(fs::is_directory(dir_ / "c" / d)) << d;
   EXPECT_EQ(read(dir_ / "c/etc/hostname"), "web-0\n");
@@ -46,9 +47,10 @@ TEST_F(SandboxTest, PreparesPrivateDirectoriesAndEtc) {
   EXPECT_NE(fs::status(dir_ / "c/tmp").permissions() & fs::perms::sticky_bit, fs::perms::none);
 }
 
-TEST_F(SandboxTest, BwrapArgumentsBindPrivateDirsThenVolumesParentsFirst) {
-  SandboxSpec spec{
-      dir_ / "c", "web-0", "", {{"/v/b", "/data/sub", false}, {"/v/a", "/data", true}}, ""};
+TEST_F(SandboxTest, BwrapArgumentsBindPrivateDirsThenImageFilesThenVolumesParentsFirst) {
+  SandboxSpec spec{dir_ / "c", "web-0",
+                   "",         {{"/v/b", "/data/sub", false}, {"/v/a", "/data", true}},
+                   "",         {"--bind", "/staged/app", "/app"}};
   auto a = bwrap_args(spec);
   auto at = [&](const std::string& s) {
     return std::distance(a.begin(), std::find(a.begin(), a.end(), s));
@@ -58,6 +60,10 @@ TEST_F(SandboxTest, BwrapArgumentsBindPrivateDirsThenVolumesParentsFirst) {
   EXPECT_EQ(a[at((dir_ / "c/etc").string()) + 1], "/etc");
   EXPECT_LT(at("/v/a"), at("/v/b"));
   EXPECT_EQ(a[at("/v/a") - 1], "--ro-bind");
+  // Image files after the private dirs (they may land in them) and before the volumes (which
+  // hide what the image has at their mount points, as in a container).
+  EXPECT_LT(at((dir_ / "c/media").string()), at("/staged/app"));
+  EXPECT_LT(at("/staged/app"), at("/v/a"));
   EXPECT_EQ(a[at("/v/b") - 1], "--bind");
 }
 
