@@ -11,6 +11,10 @@ packages=(
   libcli11-dev libexpected-dev libarchive-dev zlib1g-dev prometheus-cpp-dev
   clang clang-tidy clang-format lld libclang-rt-14-dev
   curl ca-certificates bubblewrap python3 python3-yaml dnsmasq-base
+  # The daemons of the shipped apps (appdefs/<app>/image/Dockerfile installs the same packages;
+  # the simulated nodes of the e2e tests run them from the host: docs/nodesim.md "Images").
+  etcd-server etcd-client redis-server redis-tools zookeeper default-jre-headless
+  postgresql-15 postgresql-client-15
 )
 
 missing=()
@@ -31,4 +35,17 @@ export DEBIAN_FRONTEND=noninteractive
 # An earlier interrupted install leaves dpkg half-configured; repair before installing.
 $SUDO dpkg --configure -a >/dev/null 2>&1 || true
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends --no-upgrade "${missing[@]}"
+# The app packages' maintainer scripts would start their daemons (redis, etcd, ZooKeeper,
+# PostgreSQL) on this machine: a policy-rc.d that refuses every start stops that, as in an image
+# build. An existing policy is left as it is; ours is removed afterwards.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 0755 "$policy"
+  own_policy=1
+fi
+status=0
+$SUDO apt-get install -y -qq --no-install-recommends --no-upgrade "${missing[@]}" || status=$?
+if [ "$own_policy" -eq 1 ]; then $SUDO rm -f "$policy"; fi
+exit "$status"
