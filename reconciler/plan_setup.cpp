@@ -168,9 +168,10 @@ void MemberSetup::after_status(const SetupOutcome& out) {
     m.state_detail.start_script_stderr_message = last_lines(status.stderr_tail, 2048);
     return config_error(fmt::format("startscript --configure exited {}", status.exit_code));
   }
-  if (status.state == State::kDone && status.exit_code == 0) {
-    // An earlier container of this member finished configure and the setup directory
-    // survived (persisted on the member's PVC): the app is configured; do not run it again.
+  if (status.state == State::kDone && status.exit_code == 0 && role.desired->setup_dir_persisted) {
+    // An earlier container of this member finished configure and the setup directory is
+    // persisted on the member's PVC: the app is configured; do not run it again. (Kept only
+    // in kstack's emptyDir, it survived a container restart: configure runs again.)
     return configured(
         fmt::format("already configured by an earlier container ({}); configure not rerun",
                     status.container_id));
