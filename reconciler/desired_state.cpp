@@ -8,6 +8,7 @@
 #include "catalog/defaults.h"
 #include "catalog/field_error.h"
 #include "catalog/names.h"
+#include "catalog/probe.h"
 #include "executor/setup.h"
 
 namespace kstack::reconciler {
@@ -114,6 +115,9 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
   if (role.env.is_array() && !role.env.as_array().empty()) container["env"] = role.env;
   if (app_role.container_spec.stdin_open) container["stdin"] = true;
   if (app_role.container_spec.tty) container["tty"] = true;
+  if (app_role.readiness_probe) container["readinessProbe"] = probe_json(*app_role.readiness_probe);
+  if (app_role.liveness_probe) container["livenessProbe"] = probe_json(*app_role.liveness_probe);
+  if (app_role.startup_probe) container["startupProbe"] = probe_json(*app_role.startup_probe);
   if (!app.spec.capabilities.empty()) {
     json::array caps;
     for (const auto& c : app.spec.capabilities) caps.push_back(json::string(c));

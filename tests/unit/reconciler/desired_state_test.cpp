@@ -237,6 +237,31 @@ TEST_F(DesiredStateTest, AKStackDirThatIsPersistedItselfOrUnderAPersistedDirGets
   EXPECT_FALSE(d->roles[1].setup_dir_persisted);
 }
 
+TEST_F(DesiredStateTest, TheRolesProbesAreCopiedOntoTheAppContainer) {
+  std::string text = kApp;
+  const std::string anchor = "    cardinality: \"3+\"\n";
+  text.insert(text.find(anchor) + anchor.size(),
+              "    readinessProbe: {exec: {command: [test, -f, /tmp/ready]}, periodSeconds: 2}\n"
+              "    livenessProbe: {tcpSocket: {port: peer}, failureThreshold: 1}\n"
+              "    startupProbe: {httpGet: {path: /health, port: 8080}}\n");
+  auto probed = catalog::parse_apptype_yaml(text);
+  ASSERT_TRUE(probed) << probed.error().to_string();
+  auto d = desired_state(stack, *probed, nullptr);
+  ASSERT_TRUE(d) << d.error().to_string();
+  const auto& c = d->roles[0].stateful_set.at_pointer("/spec/template/spec/containers/0");
+  EXPECT_EQ(c.at("readinessProbe"),
+            json::parse(R"({"exec":{"command":["test","-f","/tmp/ready"]},"periodSeconds":2})"));
+  EXPECT_EQ(c.at("livenessProbe"),
+            json::parse(R"({"tcpSocket":{"port":"peer"},"failureThreshold":1})"));
+  EXPECT_EQ(c.at("startupProbe"), json::parse(R"({"httpGet":{"port":8080,"path":"/health"}})"));
+  // The named port is one the container declares.
+  EXPECT_EQ(c.at_pointer("/ports/1/name"), "peer");
+  const auto& proxy = d->roles[1].stateful_set.at_pointer("/spec/template/spec/containers/0");
+  EXPECT_FALSE(proxy.as_object().contains("readinessProbe"));
+  EXPECT_FALSE(proxy.as_object().contains("livenessProbe"));
+  EXPECT_FALSE(proxy.as_object().contains("startupProbe"));
+}
+
 TEST_F(DesiredStateTest, RoleUnknownToTheAppIsAnErrorNamingTheField) {
   stack.spec.roles[1].id = "ghost";
   auto d = desired_state(stack, app, nullptr);
