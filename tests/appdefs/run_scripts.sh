@@ -416,7 +416,7 @@ while read -r role pod fqdn id; do
   expect_grep "$c/postgresql.conf" "max_connections = 20"
   expect_grep "$c/postgresql.conf" "cluster_name = '$pod'"
   # the entrypoint gives the pod IP on the command line; never a wildcard in the file
-  expect_no_grep "$c/postgresql.conf" "listen_addresses"
+  expect_no_grep "$c/postgresql.conf" "listen_addresses ="
   expect_grep "$c/pg_hba.conf" "host    replication  replicator  10.244.0.0/16    trust"
   expect_grep "$c/pg_hba.conf" "host    all          all         10.244.0.0/16    scram-sha-256"
   expect_lines "$c/pg_hba.conf" "trust" 2 # the container's socket and replication
