@@ -54,13 +54,16 @@ expect_lines() { # FILE PATTERN N: exactly N lines contain PATTERN
   if [ "$_n" -eq "$3" ]; then ok; else fail "$1: $_n lines with '$2', expected $3"; fi
 }
 
-# snapshot ROOT [LOGS]: the files a package wrote under ROOT, with their digests. Logs are
+# snapshot ROOT [LOGS]: the files a package wrote under ROOT (kstack's own env and
+# configmeta.json aside; packages may keep their config in the /etc/kstack emptyDir too),
+# with their digests. Logs are
 # excluded (they grow) unless LOGS is "actions": then only the invocation log kstack-setup.log
 # is, so a command a handler records as run or intended (etcdctl, nodetool, ...) counts too.
 snapshot() {
   _skip='*.log'
   [ "${2:-}" = actions ] && _skip=kstack-setup.log
-  (cd "$1" && find . -type f ! -name "$_skip" ! -path './etc/kstack/*' | LC_ALL=C sort |
+  (cd "$1" && find . -type f ! -name "$_skip" ! -path './etc/kstack/env' \
+    ! -path './etc/kstack/configmeta.json' | LC_ALL=C sort |
     while IFS= read -r f; do printf '%s %s\n' "$(cksum <"$f")" "$f"; done)
 }
 
