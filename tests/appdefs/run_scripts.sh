@@ -54,13 +54,16 @@ expect_lines() { # FILE PATTERN N: exactly N lines contain PATTERN
   if [ "$_n" -eq "$3" ]; then ok; else fail "$1: $_n lines with '$2', expected $3"; fi
 }
 
-# snapshot ROOT [LOGS]: the files a package wrote under ROOT, with their digests. Logs are
+# snapshot ROOT [LOGS]: the files a package wrote under ROOT (kstack's own env and
+# configmeta.json aside; packages may keep their config in the /etc/kstack emptyDir too),
+# with their digests. Logs are
 # excluded (they grow) unless LOGS is "actions": then only the invocation log kstack-setup.log
 # is, so a command a handler records as run or intended (etcdctl, nodetool, ...) counts too.
 snapshot() {
   _skip='*.log'
   [ "${2:-}" = actions ] && _skip=kstack-setup.log
-  (cd "$1" && find . -type f ! -name "$_skip" ! -path './etc/kstack/*' | LC_ALL=C sort |
+  (cd "$1" && find . -type f ! -name "$_skip" ! -path './etc/kstack/env' \
+    ! -path './etc/kstack/configmeta.json' | LC_ALL=C sort |
     while IFS= read -r f; do printf '%s %s\n' "$(cksum <"$f")" "$f"; done)
 }
 
@@ -402,6 +405,109 @@ while read -r role pod fqdn id; do
   expect_grep "$dir/$pod/etc/kafka/server.properties" "$VOTERS"
   expect_no_grep "$dir/$pod/etc/kafka/server.properties" "kafka-controller-3"
 done <"$dir.members"
+
+# ---- postgresql: primary + 2 replicas -> 3 replicas -> 1 ----
+start_app postgresql
+PP=$(domain_of postgresql postgresql-primary-0)
+configure_all postgresql "$dir" var/lib/postgresql
+while read -r role pod fqdn id; do
+  c=$dir/$pod/etc/kstack/postgresql
+  expect_grep "$c/postgresql.conf" "data_directory = '/var/lib/postgresql/data'"
+  expect_grep "$c/postgresql.conf" "hba_file = '/etc/kstack/postgresql/pg_hba.conf'"
+  expect_grep "$c/postgresql.conf" "unix_socket_directories = '/tmp/kstack-postgresql'"
+  expect_grep "$c/postgresql.conf" "shared_buffers = 16MB"
+  expect_grep "$c/postgresql.conf" "max_connections = 20"
+  expect_grep "$c/postgresql.conf" "cluster_name = '$pod'"
+  # the entrypoint gives the pod IP on the command line; never a wildcard in the file
+  expect_no_grep "$c/postgresql.conf" "listen_addresses ="
+  expect_grep "$c/pg_hba.conf" "host    replication  replicator  10.244.0.0/16    trust"
+  expect_grep "$c/pg_hba.conf" "host    all          all         10.244.0.0/16    scram-sha-256"
+  expect_lines "$c/pg_hba.conf" "trust" 2 # the container's socket and replication
+  expect_grep "$c/role" "$role"
+  expect_grep "$c/primary" "$PP"
+  expect_grep "$c/port" "5432"
+  if [ "$role" = replica ]; then
+    expect_grep "$c/postgresql.conf" "primary_conninfo = 'host=$PP port=5432 user=replicator application_name=$pod connect_timeout=5'"
+  else
+    expect_no_grep "$c/postgresql.conf" "primary_conninfo"
+  fi
+done <"$dir.members"
+# No role asks for --addnodes/--delnodes; new replicas find the primary on their own.
+scale postgresql "$dir" var/lib/postgresql replica 3 ""
+expect_grep "$dir/postgresql-replica-2/etc/kstack/postgresql/postgresql.conf" "primary_conninfo = 'host=$PP port=5432 user=replicator application_name=postgresql-replica-2 connect_timeout=5'"
+scale postgresql "$dir" var/lib/postgresql replica 1 ""
+r=$dir/postgresql-primary-0
+step postgresql "$r" --addnodes --role replica --fqdns "$(domain_of postgresql postgresql-replica-7)"
+expect_grep "$r/var/lib/postgresql/kstack-members/replica" "postgresql-replica-7"
+expect_no_grep "$r/etc/kstack/postgresql/postgresql.conf" "postgresql-replica-7"
+step postgresql "$r" --delnodes --role replica --fqdns "$(domain_of postgresql postgresql-replica-7)"
+# configMeta: several networks, other sizes.
+pg_config() { # pg_config ROOT KEY VALUE: the env with KSTACK_CONFIG_KEY='VALUE' (quoted as kstack does)
+  cp "$1/etc/kstack/env" "$1/env.orig"
+  printf "export KSTACK_CONFIG_%s='%s'\n" "$2" "$(printf '%s' "$3" | sed "s/'/'\\\\''/g")" >>"$1/etc/kstack/env"
+}
+pg_config_reset() { mv -f "$1/env.orig" "$1/etc/kstack/env"; }
+r=$dir/postgresql-replica-0
+pg_config "$r" ALLOWED_CIDR "10.0.0.0/8,192.168.1.0/24"
+step postgresql "$r" --configure
+expect_grep "$r/etc/kstack/postgresql/pg_hba.conf" "host    replication  replicator  10.0.0.0/8       trust"
+expect_grep "$r/etc/kstack/postgresql/pg_hba.conf" "host    replication  replicator  192.168.1.0/24   trust"
+expect_no_grep "$r/etc/kstack/postgresql/pg_hba.conf" "10.244.0.0/16"
+pg_config_reset "$r"
+pg_config "$r" SHARED_BUFFERS 32MB
+step postgresql "$r" --configure
+expect_grep "$r/etc/kstack/postgresql/postgresql.conf" "shared_buffers = 32MB"
+pg_config_reset "$r"
+step postgresql "$r" --configure
+# Hostile or malformed values: refused (exit 2), nothing changed.
+snapshot "$r" >"$tmp/before"
+for bad in "10.244.0.0/16 trust" "0.0.0.0/0
+host all all 0.0.0.0/0 trust" "10.244.0.0" "10.244.0.256/16" "10.244.0.0/33" "010.1.1.1/8" \
+  "10.244.0/16" "all" "samenet" "\$(id)" "'x'" "10.0.0.0/8," ",10.0.0.0/8"; do
+  pg_config "$r" ALLOWED_CIDR "$bad"
+  run postgresql "$r" --configure
+  [ "$rc" -eq 2 ] || fail "postgresql accepted allowed_cidr '$bad' (exit $rc)"
+  pg_config_reset "$r"
+done
+for bad in "20; shared_buffers = 1GB" "0" "4" "020" "abc" "99999999"; do
+  pg_config "$r" MAX_CONNECTIONS "$bad"
+  run postgresql "$r" --configure
+  [ "$rc" -eq 2 ] || fail "postgresql accepted max_connections '$bad' (exit $rc)"
+  pg_config_reset "$r"
+done
+for bad in "16MB'" "16 MB" "MB" "16XB" "16" "0MB" "16MB
+hot_standby = off"; do
+  pg_config "$r" SHARED_BUFFERS "$bad"
+  run postgresql "$r" --configure
+  [ "$rc" -eq 2 ] || fail "postgresql accepted shared_buffers '$bad' (exit $rc)"
+  pg_config_reset "$r"
+done
+for bad in "x;rm -rf /" "a b" "\$(id)" "-flag"; do
+  run postgresql "$r" --addnodes --role replica --fqdns "$bad"
+  [ "$rc" -eq 2 ] || fail "postgresql accepted --fqdns '$bad'"
+done
+cp "$r/etc/kstack/env" "$r/env.orig"
+printf "export KSTACK_ROLE='standby'\n" >>"$r/etc/kstack/env"
+run postgresql "$r" --configure
+[ "$rc" -eq 2 ] || fail "postgresql configured an unknown role"
+pg_config_reset "$r"
+snapshot "$r" >"$tmp/after"
+cmp -s "$tmp/before" "$tmp/after" || fail "refused postgresql invocations changed files"
+run postgresql "$tmp/no-such-root" --configure
+[ "$rc" -ne 0 ] || fail "postgresql configured without /etc/kstack/env"
+# A running server (postmaster.pid) is reloaded when its files change, and only then.
+mkdir -p "$tmp/stub-pg" "$r/var/lib/postgresql/data"
+printf '#!/bin/sh\nprintf "%%s\\n" "$*" >>"%s"\n' "$tmp/pg_ctl.calls" >"$tmp/stub-pg/pg_ctl"
+chmod +x "$tmp/stub-pg/pg_ctl"
+: >"$r/var/lib/postgresql/data/postmaster.pid"
+SCRIPT_PATH=$tmp/stub-pg:$BASE_PATH
+step postgresql "$r" --configure
+[ -f "$tmp/pg_ctl.calls" ] && fail "postgresql reloaded a server whose files did not change"
+pg_config "$r" ALLOWED_CIDR "10.1.0.0/16"
+step postgresql "$r" --configure
+expect_lines "$tmp/pg_ctl.calls" "reload -s -D $r/var/lib/postgresql/data" 1
+pg_config_reset "$r"
+SCRIPT_PATH=$BASE_PATH
 
 # ---- spark: master + 2 workers -> 3 workers -> 1 ----
 start_app spark
