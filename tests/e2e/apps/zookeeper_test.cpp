@@ -143,6 +143,8 @@ class ZooKeeperTest : public AppTest {
   }
 
   static inline std::chrono::steady_clock::time_point started_;
+  // Set once the ensemble formed: the scaling tests build on it and fail at once without it.
+  static inline bool formed_ = false;
 };
 
 TEST_F(ZooKeeperTest, TheEnsembleFormsWithOneLeaderAndServesThroughEveryServer) {
@@ -155,9 +157,11 @@ TEST_F(ZooKeeperTest, TheEnsembleFormsWithOneLeaderAndServesThroughEveryServer) 
   expect_one_leader(pods);
   expect_membership(pods[0], expected_membership(*stack));
   expect_served(pods[0], {pods[1], pods[2]}, "/kstack-e2e", "written-through-server-0");
+  formed_ = !HasFailure();
 }
 
 TEST_F(ZooKeeperTest, ScalingToFiveAddsTheNewServersAsParticipants) {
+  ASSERT_TRUE(formed_) << "the ensemble did not form";
   const auto began = std::chrono::steady_clock::now();
   auto scaled = scale(kServerRole, 5);
   ASSERT_TRUE(scaled) << scaled.error();
@@ -180,6 +184,7 @@ TEST_F(ZooKeeperTest, ScalingToFiveAddsTheNewServersAsParticipants) {
 }
 
 TEST_F(ZooKeeperTest, ScalingBackToThreeRemovesTheServersFromTheEnsemble) {
+  ASSERT_TRUE(formed_) << "the ensemble did not form";
   const auto began = std::chrono::steady_clock::now();
   auto scaled = scale(kServerRole, 3);
   ASSERT_TRUE(scaled) << scaled.error();
