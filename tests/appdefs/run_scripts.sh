@@ -555,5 +555,140 @@ run jupyter "$r" --configure
 [ "$rc" -ne 0 ] || fail "jupyter accepted a base_url with a quote"
 expect_grep "$c" "c.ServerApp.base_url = '/lab/x/'"
 
+# ---- zookeeper: 3 servers -> 5 -> 3 ----
+start_app zookeeper
+Z0=$(domain_of zookeeper zookeeper-server-0)
+Z1=$(domain_of zookeeper zookeeper-server-1)
+Z2=$(domain_of zookeeper zookeeper-server-2)
+Z3=$(domain_of zookeeper zookeeper-server-3)
+Z4=$(domain_of zookeeper zookeeper-server-4)
+zk_line() { printf 'server.%s=%s:2888:3888:%s;%s:2181' "$1" "$2" "$3" "$2"; } # id fqdn type
+configure_all zookeeper "$dir" var/lib/zookeeper
+id=0
+for p in zookeeper-server-0 zookeeper-server-1 zookeeper-server-2; do
+  id=$((id + 1))
+  c=$dir/$p/opt/kstack/zookeeper/zoo.cfg
+  for want in reconfigEnabled=true standaloneEnabled=false quorumListenOnAllIPs=false \
+    dataDir=/var/lib/zookeeper/data admin.enableServer=false tickTime=2000 \
+    dynamicConfigFile=/opt/kstack/zookeeper/zoo.cfg.dynamic 4lw.commands.whitelist=srvr,mntr,ruok,conf; do
+    expect_grep "$c" "$want"
+  done
+  d=$dir/$p/opt/kstack/zookeeper/zoo.cfg.dynamic
+  expect_lines "$d" "server." 3
+  expect_grep "$d" "$(zk_line 1 "$Z0" participant)"
+  expect_grep "$d" "$(zk_line 2 "$Z1" participant)"
+  expect_grep "$d" "$(zk_line 3 "$Z2" participant)"
+  expect_grep "$dir/$p/var/lib/zookeeper/data/myid" "$id"
+  expect_grep "$dir/$p/opt/kstack/zookeeper/client-endpoint" "$p.zookeeper.$ns.svc.cluster.local 2181"
+done
+# Without the image's client (kstack-zkcli) the first server records the reconfig commands.
+scale zookeeper "$dir" var/lib/zookeeper server 5 server
+[ "$changed" = "$Z3,$Z4" ] || fail "zookeeper scale-up: --fqdns $changed"
+ZLOG=$dir/zookeeper-server-0/var/lib/zookeeper/kstack-reconfig.log
+expect_lines "$ZLOG" "would run: kstack-zkcli -server $Z0:2181 reconfig -add $(zk_line 4 "$Z3" participant),$(zk_line 5 "$Z4" participant) #" 1
+for p in zookeeper-server-1 zookeeper-server-2; do
+  [ -f "$dir/$p/var/lib/zookeeper/kstack-reconfig.log" ] && fail "zookeeper: $p is not the first server but recorded reconfig"
+done
+for p in zookeeper-server-0 zookeeper-server-3 zookeeper-server-4; do
+  expect_lines "$dir/$p/var/lib/zookeeper/kstack-members/server" "zookeeper-server-" 5
+done
+expect_grep "$dir/zookeeper-server-4/var/lib/zookeeper/data/myid" "5"
+scale zookeeper "$dir" var/lib/zookeeper server 3 server
+[ "$changed" = "$Z3,$Z4" ] || fail "zookeeper scale-down: --fqdns $changed"
+expect_lines "$ZLOG" "reconfig -remove 4,5 #" 1
+# --configure again (a restarted container) keeps what ZooKeeper maintains since its start.
+r=$dir/zookeeper-server-1
+printf '%s\nversion=100000005\n' "$(zk_line 2 "$Z1" participant)" >"$r/opt/kstack/zookeeper/zoo.cfg.dynamic.100000005"
+sed 's/^dynamicConfigFile=.*/dynamicConfigFile=\/opt\/kstack\/zookeeper\/zoo.cfg.dynamic.100000005/' \
+  "$r/opt/kstack/zookeeper/zoo.cfg" >"$tmp/zoo.cfg" && mv "$tmp/zoo.cfg" "$r/opt/kstack/zookeeper/zoo.cfg"
+step zookeeper "$r" --configure
+expect_grep "$r/opt/kstack/zookeeper/zoo.cfg" "dynamicConfigFile=/opt/kstack/zookeeper/zoo.cfg.dynamic.100000005"
+# Hostile or malformed input: refused, nothing changed.
+snapshot "$r" >"$tmp/before"
+for bad in "x;rm -rf /" "a b" "\$(id)" "-flag"; do
+  run zookeeper "$r" --addnodes --role server --fqdns "$bad"
+  [ "$rc" -eq 2 ] || fail "zookeeper accepted --fqdns '$bad' (exit $rc)"
+done
+snapshot "$r" >"$tmp/after"
+cmp -s "$tmp/before" "$tmp/after" || fail "refused zookeeper invocations changed files"
+cp "$r/etc/kstack/env" "$tmp/zk-env"
+cp "$r/opt/kstack/zookeeper/zoo.cfg" "$tmp/zk-cfg"
+for bad in "KSTACK_NODE_ID='1;id'" "KSTACK_NODE_ID='0'" "KSTACK_CONFIG_TICK_TIME='2000
+server.9=evil'" "KSTACK_ROLE_SERVER_NODE_IDS='1,\$(id)'" "KSTACK_SERVICE_CLIENT_PORT='99999'"; do
+  cp "$tmp/zk-env" "$r/etc/kstack/env"
+  printf 'export %s\n' "$bad" >>"$r/etc/kstack/env"
+  rm -f "$r/opt/kstack/zookeeper/zoo.cfg" # so that --configure would write it
+  run zookeeper "$r" --configure
+  [ "$rc" -eq 2 ] || fail "zookeeper accepted $bad (exit $rc)"
+  [ -f "$r/opt/kstack/zookeeper/zoo.cfg" ] && fail "zookeeper wrote zoo.cfg with $bad"
+done
+cp "$tmp/zk-env" "$r/etc/kstack/env"
+cp "$tmp/zk-cfg" "$r/opt/kstack/zookeeper/zoo.cfg"
+snapshot "$r" >"$tmp/after"
+cmp -s "$tmp/before" "$tmp/after" || fail "refused zookeeper environments changed files"
+run zookeeper "$r" --addnodes --role other --fqdns "$Z3"
+[ "$rc" -eq 0 ] || fail "zookeeper --addnodes --role other: exit $rc"
+ok
+
+# With the image's tools: a stub kstack-zkcli keeps the committed membership in a file, and a
+# stub bash answers the four-letter word `conf` from it (the scripts reach a server over
+# bash's /dev/tcp); a new server then joins the running ensemble as an observer, and the
+# reconfig commands really run, once.
+mkdir -p "$tmp/zkstub"
+cat >"$tmp/zkstub/kstack-zkcli" <<'STUB'
+#!/bin/sh
+# kstack-zkcli stand-in: -server H:P reconfig -add|-remove LIST | config, on $ZK_STUB_STATE.
+state=${ZK_STUB_STATE:?}
+printf '%s\n' "$*" >>"$state.calls"
+[ "$1" = -server ] && shift 2
+case $1 in
+  config) cat "$state" ;;
+  reconfig)
+    if [ "$2" = -add ]; then
+      printf '%s\n' "$3" | tr ',' '\n' >>"$state"
+    else
+      for id in $(printf '%s\n' "$3" | tr ',' ' '); do
+        grep -v "^server\.$id=" "$state" >"$state.tmp" || true
+        mv "$state.tmp" "$state"
+      done
+    fi ;;
+  *) exit 1 ;;
+esac
+STUB
+cat >"$tmp/zkstub/bash" <<'STUB'
+#!/bin/sh
+# bash stand-in for `bash -c '<4lw over /dev/tcp>' NAME HOST PORT WORD`: answers conf.
+state=${ZK_STUB_STATE:?}
+[ "$6" = conf ] && [ -s "$state" ] || exit 1
+printf 'serverId=1\nmembership: \n'
+cat "$state"
+printf 'version=100000000\n'
+STUB
+printf '#!/bin/sh\nshift\nexec "$@"\n' >"$tmp/zkstub/timeout"
+chmod +x "$tmp/zkstub/kstack-zkcli" "$tmp/zkstub/bash" "$tmp/zkstub/timeout"
+export ZK_STUB_STATE="$tmp/zk.state"
+cp "$dir/zookeeper-server-0/opt/kstack/zookeeper/zoo.cfg.dynamic" "$ZK_STUB_STATE"
+SCRIPT_PATH=$tmp/zkstub:$BASE_PATH
+rm -rf "$dir/zookeeper-server-3" # a new pod: no emptyDir, and a volume of its own
+scale zookeeper "$dir" var/lib/zookeeper server 4 server
+Z3N=$(domain_of zookeeper zookeeper-server-3) # node id 6 now
+d=$dir/zookeeper-server-3/opt/kstack/zookeeper/zoo.cfg.dynamic
+expect_grep "$d" "$(zk_line 1 "$Z0" participant)"
+expect_grep "$d" "$(zk_line 6 "$Z3N" observer)"
+expect_lines "$d" "server." 4
+expect_lines "$ZK_STUB_STATE.calls" "reconfig -add $(zk_line 6 "$Z3N" participant)" 1
+expect_lines "$ZK_STUB_STATE" "$(zk_line 6 "$Z3N" participant)" 1
+expect_grep "$ZLOG" "ran: reconfig -add $(zk_line 6 "$Z3N" participant)"
+scale zookeeper "$dir" var/lib/zookeeper server 3 server
+expect_lines "$ZK_STUB_STATE.calls" "reconfig -remove 6" 1
+expect_lines "$ZK_STUB_STATE" "server." 3
+# A reconfig that does not take effect fails the handler (kstack retries), nothing recorded.
+printf '#!/bin/sh\nexit 0\n' >"$tmp/zkstub/kstack-zkcli"
+run zookeeper "$dir/zookeeper-server-0" --addnodes --role server --fqdns "$Z3"
+[ "$rc" -ne 0 ] || fail "zookeeper --addnodes succeeded although reconfig did nothing"
+expect_no_grep "$dir/zookeeper-server-0/var/lib/zookeeper/kstack-members/server" "$Z3"
+SCRIPT_PATH=$BASE_PATH
+unset ZK_STUB_STATE
+
 printf '%s checks, %s failure(s)\n' "$checks" "$failures"
 [ "$failures" -eq 0 ]

@@ -20,7 +20,9 @@ inline const std::vector<std::string>& private_dirs() {
 }
 
 // Host files copied into each container's /etc (when the host has them): users, name
-// resolution, the dynamic linker's cache, Debian's alternatives symlinks, TLS roots.
+// resolution, the dynamic linker's cache, Debian's alternatives symlinks, TLS roots, and the
+// JRE's configuration (Debian's OpenJDK links /usr/lib/jvm/*/conf and lib/jvm.cfg there; java
+// refuses to start without java.security), which an image installing default-jre-headless has.
 inline const std::vector<std::string>& copied_etc_entries() {
   static const std::vector<std::string> entries = {"passwd",          "group",
                                                    "shadow",          "gshadow",
@@ -36,7 +38,8 @@ inline const std::vector<std::string>& copied_etc_entries() {
                                                    "services",        "protocols",
                                                    "mime.types",      "inputrc",
                                                    "shells",          "host.conf",
-                                                   "gai.conf",        "mtab"};
+                                                   "gai.conf",        "mtab",
+                                                   "java-17-openjdk"};
   return entries;
 }
 
