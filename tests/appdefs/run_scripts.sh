@@ -310,21 +310,62 @@ P=$(domain_of redis redis-primary-0)
 R0=$(domain_of redis redis-replica-0)
 R1=$(domain_of redis redis-replica-1)
 R2=$(domain_of redis redis-replica-2)
+# The kubelet's /etc/hosts of each pod (redis-replica-2 comes with the scale-up): pod IP, FQDN,
+# host name. Redis binds the pod IP it finds there.
+n=10
+for p in redis-primary-0 redis-replica-0 redis-replica-1 redis-replica-2; do
+  n=$((n + 1))
+  mkdir -p "$dir/$p/etc"
+  printf '127.0.0.1\tlocalhost\n10.244.1.%s\t%s\t%s\n' "$n" "$(domain_of redis "$p")" "$p" >"$dir/$p/etc/hosts"
+done
 configure_all redis "$dir" var/lib/redis
-c=$dir/redis-primary-0/etc/redis/redis.conf
+c=$dir/redis-primary-0/etc/kstack/redis/redis.conf
 expect_no_grep "$c" "replicaof"
 expect_grep "$c" "# kstack replicas: $R0,$R1"
+expect_grep "$c" "bind 10.244.1.11"
+expect_grep "$c" "bind-source-addr 10.244.1.11"
+expect_no_grep "$c" "0.0.0.0"
 expect_grep "$c" "dir /var/lib/redis"
 expect_grep "$c" "port 6379"
+expect_grep "$c" "appendonly yes"
+expect_grep "$c" "maxmemory-policy noeviction"
+n=11
 for p in redis-replica-0 redis-replica-1; do
-  expect_grep "$dir/$p/etc/redis/redis.conf" "replicaof $P 6379"
+  n=$((n + 1))
+  expect_grep "$dir/$p/etc/kstack/redis/redis.conf" "replicaof $P 6379"
+  expect_grep "$dir/$p/etc/kstack/redis/redis.conf" "bind 10.244.1.$n"
+  expect_grep "$dir/$p/etc/kstack/redis/redis.conf" "replica-announce-ip 10.244.1.$n"
 done
 scale redis "$dir" var/lib/redis replica 3 primary
 expect_grep "$c" "# kstack replicas: $R0,$R1,$R2"
-expect_grep "$dir/redis-replica-2/etc/redis/redis.conf" "replicaof $P 6379"
+expect_grep "$dir/redis-replica-2/etc/kstack/redis/redis.conf" "replicaof $P 6379"
+expect_grep "$dir/redis-replica-2/etc/kstack/redis/redis.conf" "bind 10.244.1.14"
 scale redis "$dir" var/lib/redis replica 1 primary
 expect_grep "$c" "# kstack replicas: $R0"
 expect_no_grep "$c" "$R1"
+# Hostile or malformed input: refused with exit 2, nothing changed.
+r=$dir/redis-replica-0
+snapshot "$r" >"$tmp/before"
+for bad in "x;rm -rf /" "a b" "\$(id)" "-flag"; do
+  run redis "$dir/redis-primary-0" --addnodes --role replica --fqdns "$bad"
+  [ "$rc" -eq 2 ] || fail "redis accepted --fqdns '$bad' (exit $rc)"
+done
+cp "$r/etc/hosts" "$tmp/hosts.saved"
+for bad in "10.0.0.1;id" "\$(id)" "127.0.0.1"; do
+  printf '%s\t%s\tredis-replica-0\n' "$bad" "$R0" >"$r/etc/hosts"
+  run redis "$r" --configure
+  [ "$rc" -eq 2 ] || fail "redis configured with pod IP '$bad' (exit $rc)"
+done
+cp "$tmp/hosts.saved" "$r/etc/hosts"
+cp "$r/etc/kstack/env" "$tmp/env.saved"
+printf "export KSTACK_CONFIG_MAXMEMORY_POLICY='noeviction\nslaveof evil 1'\n" >>"$r/etc/kstack/env"
+run redis "$r" --configure
+[ "$rc" -eq 2 ] || fail "redis accepted a multi-line maxmemory_policy (exit $rc)"
+cp "$tmp/env.saved" "$r/etc/kstack/env"
+snapshot "$r" >"$tmp/after"
+cmp -s "$tmp/before" "$tmp/after" || fail "refused redis invocations changed files"
+run redis "$tmp/no-such-root" --configure
+[ "$rc" -eq 2 ] || fail "redis configured without /etc/kstack/env (exit $rc)"
 
 # ---- cassandra: 2 seeds + 1 worker -> 2 workers -> 1 ----
 start_app cassandra
