@@ -71,6 +71,14 @@ std::vector<std::string> role_persist_dirs(const AppType& app, const AppRole& ro
   return {};
 }
 
+bool persisted(const std::vector<std::string>& persist_dirs, std::string_view dir) {
+  for (const auto& p : persist_dirs) {
+    if (dir == p) return true;
+    if (dir.size() > p.size() && dir.starts_with(p) && dir[p.size()] == '/') return true;
+  }
+  return false;
+}
+
 std::vector<std::string> role_event_list(const AppType& app, const AppRole& role) {
   if (role.event_list) return *role.event_list;
   if (app.spec.default_event_list) return *app.spec.default_event_list;

@@ -39,6 +39,9 @@ std::optional<std::string> role_image(const AppType& app, const AppRole& role);
 std::optional<SetupPackage> role_package(const AppType& app, const AppRole& role);
 // role.persistDirs, else spec.defaultPersistDirs, else none.
 std::vector<std::string> role_persist_dirs(const AppType& app, const AppRole& role);
+// Whether `dir` is one of `persist_dirs` or lies under one (then it is on the member's volume
+// when the Stack role has storage).
+bool persisted(const std::vector<std::string>& persist_dirs, std::string_view dir);
 // role.eventList, else spec.defaultEventList, else all of configure, addnodes, delnodes.
 std::vector<std::string> role_event_list(const AppType& app, const AppRole& role);
 bool role_handles_event(const AppType& app, const AppRole& role, std::string_view event);

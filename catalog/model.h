@@ -135,6 +135,24 @@ struct ContainerSpec {
   bool tty = false;
 };
 
+// A role's health check, in the shape of a Kubernetes core/v1 Probe with exactly one handler
+// (exec, tcpSocket or httpGet; grpc and the handlers' other fields are not offered). Numbers
+// left out take the Kubernetes defaults when the pod is created; kstack never fills them in.
+struct Probe {
+  enum class Handler { kExec, kTcpSocket, kHttpGet };
+  Handler handler = Handler::kExec;
+  std::vector<std::string> command;  // exec
+  // tcpSocket / httpGet: a number, or the name of a port the role declares (a service id).
+  std::optional<std::int64_t> port_number;
+  std::string port_name;
+  std::optional<std::string> path;  // httpGet
+  std::optional<std::int64_t> initial_delay_seconds;
+  std::optional<std::int64_t> period_seconds;
+  std::optional<std::int64_t> timeout_seconds;
+  std::optional<std::int64_t> success_threshold;
+  std::optional<std::int64_t> failure_threshold;
+};
+
 struct AppRole {
   std::string id;
   std::string cardinality;  // "N" or "N+"; see parse_cardinality
@@ -145,6 +163,10 @@ struct AppRole {
   StringMap min_resources;  // resource name -> quantity text
   std::optional<MinStorage> min_storage;
   ContainerSpec container_spec;
+  // Copied onto the member's `app` container (docs/api.md "Probes").
+  std::optional<Probe> readiness_probe;
+  std::optional<Probe> liveness_probe;
+  std::optional<Probe> startup_probe;
 };
 
 struct RoleServices {

@@ -5,7 +5,8 @@
 // problems to `errors` and leaving the offending field at its zero value. The admission rules
 // use decode_* so that type errors are reported together with every other violation.
 // Only the shape is checked here (types, required fields of the JSON structure); what the
-// values mean is validator/rules' business.
+// values mean is validator/rules' business — except role probes, checked whole here
+// (catalog/probe.h), since kstack copies them into pods as they are.
 #pragma once
 
 #include <string_view>

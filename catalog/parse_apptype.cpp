@@ -4,6 +4,7 @@
 
 #include "catalog/decode_detail.h"
 #include "catalog/parse.h"
+#include "catalog/probe.h"
 
 namespace kstack::catalog {
 namespace json = boost::json;
@@ -86,6 +87,9 @@ AppRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
     r.container_spec.stdin_open = d.boolean(*cs, "stdin", cp).value_or(false);
     r.container_spec.tty = d.boolean(*cs, "tty", cp).value_or(false);
   }
+  r.readiness_probe = decode_probe(o, kReadinessProbe, p, d);
+  r.liveness_probe = decode_probe(o, kLivenessProbe, p, d);
+  r.startup_probe = decode_probe(o, kStartupProbe, p, d);
   return r;
 }
 
@@ -164,6 +168,7 @@ AppType decode_apptype(const json::value& object, FieldErrors& errors) {
   s.capabilities = d.strings(*spec, "capabilities", "spec").value_or(std::vector<std::string>{});
   s.systemd_required = d.boolean(*spec, "systemdRequired", "spec").value_or(false);
   s.logo_url = d.string(*spec, "logoURL", "spec").value_or("");
+  check_probe_ports(a, errors);
   return a;
 }
 

@@ -49,9 +49,12 @@ constexpr std::string_view kEmitFunction = R"(emit() {
 }
 )";
 
-// $1 dir, $2 configmeta path, $3 env path, $4 and $5 their byte counts on stdin.
+// $1 dir, $2 configmeta path, $3 env path, $4 and $5 their byte counts on stdin. The dir is
+// made 0700 when the container's user owns it; kstack's emptyDir (root's, 0777) is left as it
+// is for a non-root user, who may not chmod it (the files themselves are 0600 either way).
 constexpr std::string_view kWriteConfigScript = R"(umask 077
-mkdir -p "$1" && chmod 700 "$1" || exit 96
+mkdir -p "$1" || exit 96
+if [ -O "$1" ]; then chmod 700 "$1" || exit 96; fi
 head -c "$4" >"$2.tmp" && head -c "$5" >"$3.tmp" || exit 96
 m=$(wc -c <"$2.tmp") && e=$(wc -c <"$3.tmp") || exit 96
 if [ $m -ne "$4" ] || [ $e -ne "$5" ]; then

@@ -3,7 +3,8 @@
 // snippets below are constants; every user-controlled string (paths, URLs, role ids, FQDNs)
 // reaches them as positional arguments ("$1"...), never spliced into the command line.
 //
-// Layout: /etc/kstack/{configmeta.json,env} (dir 0700, files 0600); the package unpacked in
+// Layout: /etc/kstack/{configmeta.json,env} (dir 0700 when the container's user owns it, files
+// 0600); the package unpacked in
 // /opt/kstack/setup/ with an executable `startscript`; `startscript --configure` runs detached
 // and records `<containerID>=<exit code>` in /opt/kstack/setup/configure.status, its output in
 // configure.stdout / configure.stderr next to it.
@@ -54,7 +55,8 @@ class SetupRunner {
  public:
   explicit SetupRunner(std::shared_ptr<kube::Client> client, SetupOptions options = {});
 
-  // Writes configmeta.json and env atomically (temp file + rename), dir 0700, files 0600.
+  // Writes configmeta.json and env atomically (temp file + rename), files 0600, dir 0700 when
+  // the container's user owns it.
   SetupResult<void> write_config(const MemberTarget& member, std::string_view configmeta_json,
                                  std::string_view env);
 

@@ -8,6 +8,8 @@
 #include "catalog/defaults.h"
 #include "catalog/field_error.h"
 #include "catalog/names.h"
+#include "catalog/probe.h"
+#include "executor/setup.h"
 
 namespace kstack::reconciler {
 namespace json = boost::json;
@@ -63,6 +65,28 @@ json::object resources_json(const catalog::ResourceRequirements& r) {
   return o;
 }
 
+// kstack's emptyDirs first, then each persisted directory in its own sub-directory of the
+// member's claim; runtimes mount parents first, so a persisted dir under /etc/kstack or
+// /opt/kstack lands on top of the emptyDir. A kstack dir that is persisted itself (or under a
+// persisted dir) gets no emptyDir: the user asked for it to be on the volume.
+json::array volume_mounts(const std::vector<std::string>& persist_dirs, bool has_storage,
+                          json::array& volumes) {
+  json::array mounts;
+  for (const auto& dir : kKStackDirs) {
+    if (has_storage && catalog::persisted(persist_dirs, dir.path)) continue;
+    volumes.push_back(json::object{{"name", dir.volume}, {"emptyDir", json::object{}}});
+    mounts.push_back(json::object{{"name", dir.volume}, {"mountPath", dir.path}});
+  }
+  if (!has_storage) return mounts;
+  for (const auto& dir : persist_dirs) {
+    std::string sub = dir;
+    while (!sub.empty() && sub.front() == '/') sub.erase(sub.begin());
+    mounts.push_back(
+        json::object{{"name", catalog::kDataVolumeName}, {"mountPath", dir}, {"subPath", sub}});
+  }
+  return mounts;
+}
+
 json::object metadata(std::string_view name, const Stack& stack, json::object labels,
                       json::object annotations = {}) {
   json::object md{{"name", name},
@@ -91,25 +115,21 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
   if (role.env.is_array() && !role.env.as_array().empty()) container["env"] = role.env;
   if (app_role.container_spec.stdin_open) container["stdin"] = true;
   if (app_role.container_spec.tty) container["tty"] = true;
+  if (app_role.readiness_probe) container["readinessProbe"] = probe_json(*app_role.readiness_probe);
+  if (app_role.liveness_probe) container["livenessProbe"] = probe_json(*app_role.liveness_probe);
+  if (app_role.startup_probe) container["startupProbe"] = probe_json(*app_role.startup_probe);
   if (!app.spec.capabilities.empty()) {
     json::array caps;
     for (const auto& c : app.spec.capabilities) caps.push_back(json::string(c));
     container["securityContext"] = json::object{{"capabilities", {{"add", std::move(caps)}}}};
   }
   const bool has_storage = role.storage.has_value();
-  if (has_storage) {
-    json::array mounts;
-    for (const auto& dir : catalog::role_persist_dirs(app, app_role)) {
-      // Each persisted directory lives in its own sub-directory of the member's PVC.
-      std::string sub = dir;
-      while (!sub.empty() && sub.front() == '/') sub.erase(sub.begin());
-      mounts.push_back(
-          json::object{{"name", catalog::kDataVolumeName}, {"mountPath", dir}, {"subPath", sub}});
-    }
-    if (!mounts.empty()) container["volumeMounts"] = std::move(mounts);
-  }
+  json::array volumes;
+  auto mounts = volume_mounts(catalog::role_persist_dirs(app, app_role), has_storage, volumes);
+  if (!mounts.empty()) container["volumeMounts"] = std::move(mounts);
 
   json::object pod_spec{{"containers", json::array{std::move(container)}}};
+  if (!volumes.empty()) pod_spec["volumes"] = std::move(volumes);
   if (!role.node_selector.empty()) pod_spec["nodeSelector"] = to_object(role.node_selector);
   if (!role.affinity.is_null()) pod_spec["affinity"] = role.affinity;
   if (role.tolerations.is_array() && !role.tolerations.as_array().empty()) {
@@ -219,6 +239,9 @@ kube::Result<DesiredState> desired_state(const Stack& stack, const AppType& app,
     dr.stateful_set_name = names.statefulset(role.id);
     dr.replicas = catalog::effective_members(app_role, role);
     dr.has_storage = role.storage.has_value();
+    dr.setup_dir_persisted =
+        dr.has_storage &&
+        catalog::persisted(catalog::role_persist_dirs(app, *app_role), executor::kSetupDir);
     const json::array ports = container_ports(app, role.id);
     dr.has_ports = !ports.empty();
     dr.stateful_set = statefulset(stack, app, config, role, *app_role, *image, dr.replicas,

@@ -24,6 +24,16 @@ inline constexpr std::string_view kLabelRole = "kstack.io/role";
 inline constexpr std::string_view kLabelPodName = "statefulset.kubernetes.io/pod-name";
 // The single container of every member pod.
 inline constexpr std::string_view kContainerName = "app";
+// Writable emptyDirs every member container gets, so that any image, root or not, can be set
+// up (docs/setup-packages.md): configmeta and env in /etc/kstack, the package in /opt/kstack.
+// They survive container restarts, not the pod's re-creation. A role that persists one of
+// these directories (or a parent) keeps it on its volume instead.
+struct KStackDir {
+  std::string_view volume;
+  std::string_view path;
+};
+inline constexpr KStackDir kKStackDirs[] = {{"kstack-etc", "/etc/kstack"},
+                                            {"kstack-opt", "/opt/kstack"}};
 
 struct DesiredMember {
   std::string role;
@@ -39,6 +49,9 @@ struct DesiredRole {
   std::string stateful_set_name;
   std::int64_t replicas = 0;
   bool has_storage = false;
+  // /opt/kstack/setup is on the member's volume: it outlives the pod, so a later container
+  // finds the earlier one's configure.status (docs/setup-packages.md, Lifecycle).
+  bool setup_dir_persisted = false;
   bool has_ports = false;
   boost::json::value stateful_set;  // the full object kstack would create
   std::vector<DesiredMember> members;

@@ -92,6 +92,12 @@ void plan_cleanup(Planning& p);
 void add_apply(Planning& p, const kube::ResourceType& type, const boost::json::value& desired,
                const informer::ObjectPtr& live);
 // plan_setup.cpp
+// The member's setup finished in container `cid` (it is `ready`, or `creating` until its pod is
+// Ready): it is not set up again while that container runs.
+bool configured_member(const catalog::MemberStatus& m, std::string_view cid);
+// The member was set up in the last container kstack saw it in (from its status alone): it
+// takes notifications, delivered once it is ready.
+bool configured_member(const catalog::MemberStatus& m);
 void plan_member_setup(Planning& p, const RolePlan& role, catalog::MemberStatus& member,
                        const PodView& pod);
 void plan_announce(Planning& p);

@@ -29,7 +29,7 @@ bool is_delnodes(const catalog::NotifyCmd& cmd) {
 
 struct Delnodes {
   bool outstanding = false;  // a --delnodes is still owed to a ready remaining member
-  bool wanted = false;       // some ready remaining member's role handles --delnodes
+  bool wanted = false;       // some configured remaining member's role handles --delnodes
 };
 
 Delnodes delnodes_of(const Planning& p) {
@@ -37,8 +37,11 @@ Delnodes delnodes_of(const Planning& p) {
   for (const auto& role : p.desired->roles) {
     for (const auto& dm : role.members) {
       auto it = p.previous.find(dm.pod);
-      if (it == p.previous.end() || it->second->state != catalog::kMemberReady) continue;
+      if (it == p.previous.end() || !configured_member(*it->second)) continue;
       if (handles(p.app->app, role.id, catalog::kEventDelNodes)) d.wanted = true;
+      // A configured member whose pod is not Ready gets its --delnodes later; it does not
+      // hold the leaving members up.
+      if (it->second->state != catalog::kMemberReady) continue;
       const auto& cmds = it->second->state_detail.pending_notify_cmds;
       if (std::any_of(cmds.begin(), cmds.end(), is_delnodes)) d.outstanding = true;
     }
@@ -97,12 +100,14 @@ void leaving_members(Planning& p, const Delnodes& d, RolePlan& plan,
   }
 }
 
-// One --delnodes per shrinking role on every ready remaining member that wants it.
+// One --delnodes per shrinking role on every configured remaining member that wants it (one
+// whose pod is not Ready keeps it queued until it is: it is not set up again, so this is how it
+// learns).
 void queue_delnodes(Planning& p, const std::map<std::string, std::vector<std::string>>& leaving) {
   for (auto& plan : p.roles) {
     if (!handles(p.app->app, plan.id, catalog::kEventDelNodes)) continue;
     for (auto& m : plan.status.members) {
-      if (m.state != catalog::kMemberReady) continue;
+      if (!configured_member(m)) continue;
       for (const auto& [role_id, fqdns] : leaving) {
         m.state_detail.pending_notify_cmds.push_back(
             catalog::NotifyCmd{{"--delnodes", "--role", role_id, "--fqdns",

@@ -41,6 +41,7 @@ struct MemberSetup {
   const RolePlan& role;
   MemberStatus& m;
   std::string cid;
+  bool pod_ready = false;      // the pod is Running and Ready (its readiness probe passes)
   std::vector<SetupKey> used;  // outcomes this pass read for the member
   bool continues = false;      // a step was started or is in flight
   executor::MemberTarget target() const { return {p.snap.ns(), m.pod, cid}; }
@@ -115,10 +116,23 @@ struct MemberSetup {
     p.waiting = true;
   }
   void configured(std::string_view how) {
-    m.state = std::string(catalog::kMemberReady);
     m.state_detail.last_configured_container = cid;
     p.event("Normal", "Configured", "Setup",
-            fmt::format("member {} (container {}) {}", m.pod, cid, how));
+            fmt::format("member {} (container {}) {}{}", m.pod, cid, how,
+                        pod_ready ? "" : "; waiting for the pod to be Ready"));
+    gate(/*was_ready=*/false);
+  }
+  // Set up for this container: ready while the pod is Ready (docs/api.md "Probes"), else
+  // creating, without being set up again; the pass polls until the pod answers.
+  void gate(bool was_ready) {
+    m.state = std::string(pod_ready ? catalog::kMemberReady : catalog::kMemberCreating);
+    if (pod_ready) return;
+    p.waiting = true;
+    if (was_ready) {
+      p.event(
+          "Warning", "NotReady", "Setup",
+          fmt::format("member {} (container {}) is set up but its pod is not Ready", m.pod, cid));
+    }
   }
 
   void refresh();
@@ -168,9 +182,10 @@ void MemberSetup::after_status(const SetupOutcome& out) {
     m.state_detail.start_script_stderr_message = last_lines(status.stderr_tail, 2048);
     return config_error(fmt::format("startscript --configure exited {}", status.exit_code));
   }
-  if (status.state == State::kDone && status.exit_code == 0) {
-    // An earlier container of this member finished configure and the setup directory
-    // survived (persisted on the member's PVC): the app is configured; do not run it again.
+  if (status.state == State::kDone && status.exit_code == 0 && role.desired->setup_dir_persisted) {
+    // An earlier container of this member finished configure and the setup directory is
+    // persisted on the member's PVC: the app is configured; do not run it again. (Kept only
+    // in kstack's emptyDir, it survived a container restart: configure runs again.)
     return configured(
         fmt::format("already configured by an earlier container ({}); configure not rerun",
                     status.container_id));
@@ -204,6 +219,17 @@ void MemberSetup::install_and_configure() {
 
 }  // namespace
 
+bool configured_member(const MemberStatus& m, std::string_view cid) {
+  return !cid.empty() && m.state_detail.last_configured_container == cid &&
+         m.state != catalog::kMemberConfigError;
+}
+
+bool configured_member(const MemberStatus& m) {
+  if (m.state == catalog::kMemberReady) return true;
+  return m.state == catalog::kMemberCreating &&
+         configured_member(m, m.state_detail.configuring_container);
+}
+
 void plan_member_setup(Planning& p, const RolePlan& role, MemberStatus& m, const PodView& pod) {
   if (!pod.exists || pod.unschedulable || !pod.scheduled) {
     m.state = std::string(catalog::kMemberCreatePending);
@@ -221,9 +247,11 @@ void plan_member_setup(Planning& p, const RolePlan& role, MemberStatus& m, const
     m.state = std::string(catalog::kMemberCreating);
     return;
   }
-  MemberSetup setup{p, role, m, cid, {}, false};
-  if (m.state == catalog::kMemberReady && d.last_configured_container == cid) {
+  MemberSetup setup{p, role, m, cid, pod.running_ready, {}, false};
+  if (configured_member(m, cid)) {
+    const bool was_ready = m.state == catalog::kMemberReady;
     setup.refresh();
+    setup.gate(was_ready);
   } else if (m.state != catalog::kMemberConfigError || d.configuring_container != cid) {
     setup.set_up();
   }

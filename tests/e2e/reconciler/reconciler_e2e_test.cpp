@@ -166,9 +166,14 @@ TEST_F(ReconcilerTest, AStackOfTwoRolesConvergesToReadyWithExactlyTheObjectsOfSp
     EXPECT_EQ(
         ports_of(at_or_null(app, "/ports"), "containerPort"),
         (role == "controller" ? std::set<std::int64_t>{7000, 8080} : std::set<std::int64_t>{7000}));
-    EXPECT_EQ(str_at(app, "/volumeMounts/0/name"), "data") << name;
-    EXPECT_EQ(str_at(app, "/volumeMounts/0/mountPath"), "/var/lib/ring") << name;
-    EXPECT_FALSE(str_at(app, "/volumeMounts/0/subPath").empty()) << name;
+    // kstack's emptyDirs, then the persisted dir on the claim.
+    EXPECT_EQ(str_at(app, "/volumeMounts/0/mountPath"), "/etc/kstack") << name;
+    EXPECT_EQ(str_at(app, "/volumeMounts/1/mountPath"), "/opt/kstack") << name;
+    EXPECT_EQ(str_at(set, "/spec/template/spec/volumes/0/name"), "kstack-etc") << name;
+    EXPECT_TRUE(at_or_null(set, "/spec/template/spec/volumes/1/emptyDir").is_object()) << name;
+    EXPECT_EQ(str_at(app, "/volumeMounts/2/name"), "data") << name;
+    EXPECT_EQ(str_at(app, "/volumeMounts/2/mountPath"), "/var/lib/ring") << name;
+    EXPECT_FALSE(str_at(app, "/volumeMounts/2/subPath").empty()) << name;
     EXPECT_EQ(str_at(set, "/spec/volumeClaimTemplates/0/metadata/name"), "data");
     EXPECT_EQ(at_or_null(set, "/spec/volumeClaimTemplates").as_array().size(), 1u);
     EXPECT_EQ(str_at(set, "/spec/template/metadata/labels/kstack.io~1stack"), "ring");

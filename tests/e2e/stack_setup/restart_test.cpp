@@ -1,6 +1,7 @@
 // Issue 6 end to end, container restarts (the node simulator's restart: new container ID,
-// private directories wiped, PVC kept): a member is set up again in its new container, running
-// --configure a second time unless /opt/kstack/setup is one of the role's persistDirs — then the
+// private directories wiped, emptyDirs and PVC kept): a member is set up again in its new
+// container, running --configure a second time (the package stays in the /opt/kstack emptyDir,
+// not unpacked again) unless /opt/kstack/setup is one of the role's persistDirs — then the
 // earlier container's configure.status (exit 0) counts and --configure is not rerun.
 #include <iostream>
 
@@ -65,7 +66,7 @@ TEST_F(Restart, ARestartedContainerIsConfiguredAgainWhenTheSetupDirectoryIsNotPe
   ASSERT_EQ(configures.size(), 2u) << describe_log(log);
   EXPECT_EQ(log.size(), 2u) << describe_log(log);
   EXPECT_LT(configures[0].time, configures[1].time);
-  // Set up from scratch: configmeta written again, the package unpacked again.
+  // Set up again: configmeta written again, configure run again for the new container.
   EXPECT_EQ(exec("rerun-worker-0", {"test", "-s", "/etc/kstack/configmeta.json"}).exit_code, 0);
   EXPECT_EQ(read("rerun-worker-0", "/opt/kstack/setup/configure.status"), new_id + "=0\n");
   EXPECT_EQ(setup_log("rerun-worker-1").size(), 1u) << "the other member is left alone";

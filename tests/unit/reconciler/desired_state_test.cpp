@@ -112,9 +112,9 @@ TEST_F(DesiredStateTest, StatefulSetPerRoleWithReplicasPortsResourcesAndStorage)
   EXPECT_EQ(c.at_pointer("/resources/requests/cpu"), "500m");
   EXPECT_EQ(c.at_pointer("/env/0/value"), "cluster");
   EXPECT_EQ(c.at_pointer("/securityContext/capabilities/add/0"), "SYS_NICE");
-  EXPECT_EQ(c.at_pointer("/volumeMounts/0/mountPath"), "/var/lib/kv");
-  EXPECT_EQ(c.at_pointer("/volumeMounts/0/subPath"), "var/lib/kv");
-  EXPECT_EQ(c.at_pointer("/volumeMounts/1/subPath"), "etc/kv");
+  EXPECT_EQ(c.at_pointer("/volumeMounts/2/mountPath"), "/var/lib/kv");
+  EXPECT_EQ(c.at_pointer("/volumeMounts/2/subPath"), "var/lib/kv");
+  EXPECT_EQ(c.at_pointer("/volumeMounts/3/subPath"), "etc/kv");
   const auto& vct = sts.at_pointer("/spec/volumeClaimTemplates/0");
   EXPECT_EQ(vct.at_pointer("/metadata/name"), "data");
   EXPECT_EQ(vct.at_pointer("/spec/resources/requests/storage"), "2Gi");
@@ -179,6 +179,87 @@ spec:
   EXPECT_EQ(tmpl.at("costcenter"), "42");
   EXPECT_EQ(str(d->roles[0].stateful_set, "/spec/volumeClaimTemplates/0/spec/storageClassName"),
             "standard");
+}
+
+json::array mount_paths(const json::value& sts) {
+  json::array paths;
+  for (const auto& m : sts.at_pointer("/spec/template/spec/containers/0/volumeMounts").as_array()) {
+    paths.push_back(m.at("mountPath"));
+  }
+  return paths;
+}
+
+TEST_F(DesiredStateTest, EveryMemberGetsWritableEmptyDirsAtEtcKStackAndOptKStack) {
+  auto d = desired_state(stack, app, nullptr);
+  ASSERT_TRUE(d);
+  for (const auto& role : d->roles) {
+    const auto& pod = role.stateful_set.at_pointer("/spec/template/spec");
+    const json::array volumes{json::object{{"name", "kstack-etc"}, {"emptyDir", json::object{}}},
+                              json::object{{"name", "kstack-opt"}, {"emptyDir", json::object{}}}};
+    EXPECT_EQ(pod.at("volumes"), volumes) << role.id;
+    const auto& mounts = pod.at_pointer("/containers/0/volumeMounts").as_array();
+    EXPECT_EQ(mounts.at(0), (json::object{{"name", "kstack-etc"}, {"mountPath", "/etc/kstack"}}));
+    EXPECT_EQ(mounts.at(1), (json::object{{"name", "kstack-opt"}, {"mountPath", "/opt/kstack"}}));
+  }
+  // The proxy role has no storage: only kstack's dirs; the server's persisted dirs follow them.
+  EXPECT_EQ(mount_paths(d->roles[1].stateful_set), (json::array{"/etc/kstack", "/opt/kstack"}));
+  EXPECT_EQ(mount_paths(d->roles[0].stateful_set),
+            (json::array{"/etc/kstack", "/opt/kstack", "/var/lib/kv", "/etc/kv"}));
+  EXPECT_FALSE(d->roles[0].setup_dir_persisted);
+}
+
+TEST_F(DesiredStateTest, APersistedDirUnderAKStackDirMountsOnTopOfItsEmptyDir) {
+  app.spec.default_persist_dirs = {"/var/lib/kv", "/opt/kstack/setup"};
+  auto d = desired_state(stack, app, nullptr);
+  ASSERT_TRUE(d);
+  const auto& sts = d->roles[0].stateful_set;
+  EXPECT_EQ(mount_paths(sts),
+            (json::array{"/etc/kstack", "/opt/kstack", "/var/lib/kv", "/opt/kstack/setup"}));
+  EXPECT_EQ(sts.at_pointer("/spec/template/spec/containers/0/volumeMounts/3/subPath"),
+            "opt/kstack/setup");
+  EXPECT_TRUE(d->roles[0].setup_dir_persisted);
+}
+
+TEST_F(DesiredStateTest, AKStackDirThatIsPersistedItselfOrUnderAPersistedDirGetsNoEmptyDir) {
+  app.spec.default_persist_dirs = {"/etc/kstack", "/opt"};
+  auto d = desired_state(stack, app, nullptr);
+  ASSERT_TRUE(d);
+  const auto& server = d->roles[0].stateful_set;
+  EXPECT_EQ(mount_paths(server), (json::array{"/etc/kstack", "/opt"}));
+  EXPECT_FALSE(server.at_pointer("/spec/template/spec").as_object().contains("volumes"));
+  EXPECT_EQ(server.at_pointer("/spec/template/spec/containers/0/volumeMounts/0/name"), "data");
+  EXPECT_TRUE(d->roles[0].setup_dir_persisted);
+  // Without storage nothing is persisted: the role without storage keeps both emptyDirs.
+  app.spec.roles[1].persist_dirs = std::vector<std::string>{"/etc/kstack"};
+  d = desired_state(stack, app, nullptr);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(mount_paths(d->roles[1].stateful_set), (json::array{"/etc/kstack", "/opt/kstack"}));
+  EXPECT_FALSE(d->roles[1].setup_dir_persisted);
+}
+
+TEST_F(DesiredStateTest, TheRolesProbesAreCopiedOntoTheAppContainer) {
+  std::string text = kApp;
+  const std::string anchor = "    cardinality: \"3+\"\n";
+  text.insert(text.find(anchor) + anchor.size(),
+              "    readinessProbe: {exec: {command: [test, -f, /tmp/ready]}, periodSeconds: 2}\n"
+              "    livenessProbe: {tcpSocket: {port: peer}, failureThreshold: 1}\n"
+              "    startupProbe: {httpGet: {path: /health, port: 8080}}\n");
+  auto probed = catalog::parse_apptype_yaml(text);
+  ASSERT_TRUE(probed) << probed.error().to_string();
+  auto d = desired_state(stack, *probed, nullptr);
+  ASSERT_TRUE(d) << d.error().to_string();
+  const auto& c = d->roles[0].stateful_set.at_pointer("/spec/template/spec/containers/0");
+  EXPECT_EQ(c.at("readinessProbe"),
+            json::parse(R"({"exec":{"command":["test","-f","/tmp/ready"]},"periodSeconds":2})"));
+  EXPECT_EQ(c.at("livenessProbe"),
+            json::parse(R"({"tcpSocket":{"port":"peer"},"failureThreshold":1})"));
+  EXPECT_EQ(c.at("startupProbe"), json::parse(R"({"httpGet":{"port":8080,"path":"/health"}})"));
+  // The named port is one the container declares.
+  EXPECT_EQ(c.at_pointer("/ports/1/name"), "peer");
+  const auto& proxy = d->roles[1].stateful_set.at_pointer("/spec/template/spec/containers/0");
+  EXPECT_FALSE(proxy.as_object().contains("readinessProbe"));
+  EXPECT_FALSE(proxy.as_object().contains("livenessProbe"));
+  EXPECT_FALSE(proxy.as_object().contains("startupProbe"));
 }
 
 TEST_F(DesiredStateTest, RoleUnknownToTheAppIsAnErrorNamingTheField) {

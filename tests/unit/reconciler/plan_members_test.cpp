@@ -129,9 +129,11 @@ const MemberCase kCases[] = {
      [](const World&, const Plan&, const FakeSetup& s) {
        EXPECT_FALSE(ran(s, SetupStepKind::kStartConfigure));
      }},
-    {"AnEarlierContainersSuccessfulConfigureIsNotRerun", true,
+    {"AnEarlierContainersSuccessfulConfigureIsNotRerunWhenTheSetupDirIsPersisted", true,
      [](World& w, FakeSetup& s) {
        forget_status(w);
+       w.app.at("spec").as_object()["defaultPersistDirs"] =
+           json::array{"/var/lib/kv", "/opt/kstack/setup"};
        s.configure = State::kDone;
        s.status_container = "sim://earlier";
      },
@@ -139,6 +141,17 @@ const MemberCase kCases[] = {
      [](const World&, const Plan& p, const FakeSetup& s) {
        EXPECT_FALSE(ran(s, SetupStepKind::kStartConfigure));
        EXPECT_NE(find_event(p, "Configured")->note.find("already configured"), std::string::npos);
+     }},
+    {"AnEarlierContainersSuccessfulConfigureKeptOnlyInTheEmptyDirIsRerun", true,
+     [](World& w, FakeSetup& s) {
+       forget_status(w);
+       s.configure = State::kDone;
+       s.status_container = "sim://earlier";
+     },
+     catalog::kMemberCreating,
+     [](const World&, const Plan& p, const FakeSetup& s) {
+       EXPECT_TRUE(ran(s, SetupStepKind::kStartConfigure));
+       EXPECT_EQ(find_event(p, "Configured"), nullptr);
      }},
     {"AMissingPackageIsInstalledBeforeConfigureStarts", true,
      [](World& w, FakeSetup& s) {

@@ -89,6 +89,32 @@ TEST(Offline, ValidatesEveryDocumentWithTheFilesAsCatalog) {
   EXPECT_NE(format_text(results[5])[0].find("stacks.yaml:doc6: error: line "), std::string::npos);
 }
 
+TEST(Offline, AnAppTypeWithABadProbeIsRefusedNamingTheField) {
+  auto results = validate_offline(sources("app.yaml", R"(apiVersion: kstack.io/v1beta1
+kind: AppType
+metadata: {name: probed}
+spec:
+  label: {name: P}
+  distroID: p
+  version: "1"
+  configSchemaVersion: 1
+  defaultImageRepoTag: p:1
+  roles:
+  - id: seed
+    cardinality: "1"
+    readinessProbe: {exec: {command: [sh]}, tcpSocket: {port: 1}}
+    livenessProbe: {tcpSocket: {port: 80}, periodSeconds: 0}
+)"));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, OfflineResult::Status::kInvalid);
+  EXPECT_EQ(format_text(results[0]),
+            (std::vector<std::string>{
+                "app.yaml:doc1 AppType default/probed: spec.roles[0].readinessProbe: exactly one "
+                "of exec, tcpSocket, httpGet",
+                "app.yaml:doc1 AppType default/probed: spec.roles[0].livenessProbe.periodSeconds: "
+                "must be >= 1"}));
+}
+
 TEST(Offline, SystemNamespaceAppsServeEveryNamespace) {
   OfflineOptions opts;
   opts.operator_namespace = "ops";
