@@ -73,6 +73,7 @@ class EtcdApp : public AppTest {
   static void SetUpTestSuite() {
     const auto start = std::chrono::steady_clock::now();
     start_app("etcd");
+    if (ns().empty()) return;  // start_app failed early: SetUp reports it
     auto ready = wait_ready();
     if (ready) {
       std::cout << "[ etcd ] 3 members Ready after " << seconds_since(start) << " s\n";
@@ -129,9 +130,9 @@ class EtcdApp : public AppTest {
   }
 
   static void put(const std::string& pod, const std::string& key, const std::string& value) {
-    auto put = run(pod, ctl({"put", key, value}));
-    ASSERT_TRUE(put.ok) << put.diagnosis;
-    ASSERT_EQ(put.out, "OK\n");
+    auto done = run(pod, ctl({"put", key, value}));
+    ASSERT_TRUE(done.ok) << done.diagnosis;
+    ASSERT_EQ(done.out, "OK\n");
   }
 };
 
@@ -140,11 +141,13 @@ TEST_F(EtcdApp, ThreeMembersFormOneHealthyClusterWhoseHealthIsTheReadinessProbe)
   ASSERT_EQ(pods.size(), 3u) << describe();
   // Ready means the role's readiness probe passed: `etcdctl endpoint health` on the member.
   for (const auto& [name, pod] : list_objects(client(), kPods, ns(), stack_selector(stack_name()))) {
-    const auto& containers = pod.at_pointer("/spec/containers").as_array();
-    ASSERT_FALSE(containers.empty());
-    EXPECT_EQ(json::serialize(containers.at(0).at_pointer("/readinessProbe/exec/command")),
-              R"(["/usr/local/bin/kstack-etcd-check","ready"])")
-        << name;
+    std::string probe;
+    for (const auto& c : pod.at_pointer("/spec/containers").as_array()) {
+      boost::system::error_code ec;
+      const auto* command = c.find_pointer("/readinessProbe/exec/command", ec);
+      if (str_at(c, "/name") == "app" && command != nullptr) probe = json::serialize(*command);
+    }
+    EXPECT_EQ(probe, R"(["/usr/local/bin/kstack-etcd-check","ready"])") << name;
   }
   expect_healthy(pods);
   for (const auto& pod : pods) expect_membership(pod, pods);
