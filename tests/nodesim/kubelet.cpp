@@ -386,10 +386,12 @@ WorkResult Kubelet::start_pod(const json::value& pod) {
     return pending("ContainerCreating", config.error(), WorkResult::requeue_after(kRetryPending));
   }
   for (const auto& note : notes) spdlog::info("pod {}: {}", key, note);
-  std::error_code ec;
   for (const auto& c : config->containers) {
     for (const auto& m : c.mounts) {
-      if (!fs::exists(m.source, ec)) fs::create_directories(m.source, ec);  // subPath
+      if (auto made = make_mount_source(m.source); !made) {  // a subPath
+        return pending("CreateContainerConfigError", "subPath: " + made.error(),
+                       WorkResult::requeue_after(kRetryPending));
+      }
     }
   }
   auto previous = previous_state(pod);

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <system_error>
 
+#include <fmt/format.h>
+
 namespace kstack::nodesim {
 
 namespace fs = std::filesystem;
@@ -101,6 +103,26 @@ tl::expected<void, std::string> remove_inside(const fs::path& base, const fs::pa
   std::error_code ec;
   fs::remove_all(d, ec);
   if (ec) return tl::unexpected("remove " + d.string() + ": " + ec.message());
+  return {};
+}
+
+tl::expected<void, std::string> make_mount_source(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) return {};
+  std::vector<fs::path> missing;  // deepest first
+  fs::path existing = dir;
+  while (!existing.empty() && existing != existing.root_path() && !fs::exists(existing, ec)) {
+    missing.push_back(existing);
+    existing = existing.parent_path();
+  }
+  const auto mode = fs::status(existing, ec).permissions();
+  if (ec) return tl::unexpected(fmt::format("{}: {}", existing.string(), ec.message()));
+  fs::create_directories(dir, ec);
+  if (ec) return tl::unexpected(fmt::format("create {}: {}", dir.string(), ec.message()));
+  for (const auto& d : missing) {
+    fs::permissions(d, mode, ec);  // the umask does not apply, as with the kubelet's chmod
+    if (ec) return tl::unexpected(fmt::format("chmod {}: {}", d.string(), ec.message()));
+  }
   return {};
 }
 

@@ -71,6 +71,12 @@ std::vector<std::string> bwrap_args(const SandboxSpec& spec);
 tl::expected<void, std::string> remove_inside(const std::filesystem::path& base,
                                               const std::filesystem::path& dir);
 
+// Creates a volume mount's missing source directory (a subPath) as the kubelet does
+// (kubelet_pods.go makeMounts: SafeMakeDir with the mode of the volume's directory): every
+// directory created gets the mode of the nearest existing ancestor, so a 0777 volume gives
+// 0777 sub-directories that a non-root container can write. Existing directories are left.
+tl::expected<void, std::string> make_mount_source(const std::filesystem::path& dir);
+
 // True if `relative` is a relative path without ".." components (volumeMounts[].subPath).
 bool safe_relative_path(const std::string& relative);
 

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 namespace kstack::nodesim {
 namespace {
@@ -81,6 +82,23 @@ TEST(SubPath, OnlyRelativePathsWithoutParentReferences) {
   EXPECT_TRUE(safe_relative_path("a/b"));
   EXPECT_FALSE(safe_relative_path("/a"));
   EXPECT_FALSE(safe_relative_path("a/../../b"));
+}
+
+TEST_F(SandboxTest, MissingSubPathDirectoriesTakeTheVolumesModeWhateverTheUmask) {
+  fs::create_directory(dir_ / "pvc");
+  fs::permissions(dir_ / "pvc", fs::perms::all);
+  const auto old_umask = ::umask(022);
+  auto made = make_mount_source(dir_ / "pvc/var/lib/app");
+  ::umask(old_umask);
+  ASSERT_TRUE(made) << made.error();
+  for (const auto* d : {"pvc/var", "pvc/var/lib", "pvc/var/lib/app"}) {
+    EXPECT_EQ(fs::status(dir_ / d).permissions(), fs::perms::all) << d;
+  }
+  // An existing directory keeps its mode.
+  fs::create_directory(dir_ / "pvc/kept");
+  fs::permissions(dir_ / "pvc/kept", fs::perms::owner_all);
+  ASSERT_TRUE(make_mount_source(dir_ / "pvc/kept"));
+  EXPECT_EQ(fs::status(dir_ / "pvc/kept").permissions(), fs::perms::owner_all);
 }
 
 }  // namespace
