@@ -129,6 +129,13 @@ class EtcdApp : public AppTest {
     EXPECT_TRUE(got) << key << " through " << pod << ": " << got.error();
   }
 
+  // The member's log of the `etcdctl member add/remove` its startscript ran ("" when none).
+  static std::string etcdctl_log(const std::string& pod) {
+    auto log = run(pod, {"sh", "-c", "cat /var/lib/etcd/kstack-etcdctl.log 2>/dev/null; true"});
+    EXPECT_TRUE(log.ok) << log.diagnosis;
+    return log.out;
+  }
+
   static void put(const std::string& pod, const std::string& key, const std::string& value) {
     auto done = run(pod, ctl({"put", key, value}));
     ASSERT_TRUE(done.ok) << done.diagnosis;
@@ -177,6 +184,19 @@ TEST_F(EtcdApp, ScalingToFiveAndBackToThreeKeepsTheClusterHealthy) {
   for (const auto& pod : pods) expect_membership(pod, pods);
   expect_healthy(pods);
   expect_value(pods[4], "/kstack/before-scaling", "3");
+  // Each newcomer added itself before it started; --addnodes found nothing left to add.
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const auto log = etcdctl_log(pods[i]);
+    const bool added_itself = log.find(" member add " + pods[i] + " ") != std::string::npos;
+    EXPECT_EQ(added_itself, i >= 3) << pods[i] << ":\n" << log;
+    if (i < 3) {
+      EXPECT_EQ(log.find("member add"), std::string::npos) << pods[i] << ":\n" << log;
+    }
+  }
+  std::map<std::string, std::string> leaving_ids;  // name -> etcd member id
+  for (const auto& m : expect_membership(pods[0], pods)) {
+    if (m.name == pods[3] || m.name == pods[4]) leaving_ids[m.name] = m.id;
+  }
   ASSERT_NO_FATAL_FAILURE(put(pods[3], "/kstack/at-five", "5"));
 
   start = std::chrono::steady_clock::now();
@@ -187,6 +207,13 @@ TEST_F(EtcdApp, ScalingToFiveAndBackToThreeKeepsTheClusterHealthy) {
   for (const auto& pod : pods) expect_membership(pod, pods);
   expect_healthy(pods);
   for (const auto& pod : pods) expect_value(pod, "/kstack/at-five", "5");
+  // The remaining members removed the leaving ones (--delnodes) by their ids.
+  std::string logs;
+  for (const auto& pod : pods) logs += etcdctl_log(pod);
+  for (const auto& [name, id] : leaving_ids) {
+    EXPECT_NE(logs.find(" member remove " + id), std::string::npos) << name << " " << id << ":\n"
+                                                                     << logs;
+  }
 }
 
 TEST_F(EtcdApp, DeletingTheStatefulSetKeepsEveryKey) {
