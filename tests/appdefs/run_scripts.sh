@@ -192,40 +192,58 @@ M1=$(domain_of etcd etcd-member-1)
 M2=$(domain_of etcd etcd-member-2)
 M3=$(domain_of etcd etcd-member-3)
 M4=$(domain_of etcd etcd-member-4)
+# The kubelet's /etc/hosts of each pod: the pod IP etcd binds.
+for n in 0 1 2 3 4; do
+  mkdir -p "$dir/etcd-member-$n/etc"
+  printf '127.0.0.1\tlocalhost\n10.0.0.%s\t%s\tetcd-member-%s\n' "$((n + 10))" "$(domain_of etcd "etcd-member-$n")" "$n" >"$dir/etcd-member-$n/etc/hosts"
+done
+etcd_conf() { printf '%s/opt/kstack/etcd/etcd.conf.yml' "$dir/$1"; }
 configure_all etcd "$dir" var/lib/etcd
+n=10
 for p in etcd-member-0 etcd-member-1 etcd-member-2; do
-  c=$dir/$p/etc/etcd/etcd.conf.yml
+  c=$(etcd_conf "$p")
   expect_grep "$c" "name: '$p'"
   expect_grep "$c" "initial-cluster: 'etcd-member-0=http://$M0:2380,etcd-member-1=http://$M1:2380,etcd-member-2=http://$M2:2380'"
+  expect_grep "$c" "listen-peer-urls: 'http://10.0.0.$n:2380'"
+  expect_grep "$c" "listen-client-urls: 'http://10.0.0.$n:2379'"
   expect_grep "$c" "initial-advertise-peer-urls: 'http://$p.$S.$ns.svc.cluster.local:2380'"
   expect_grep "$c" "advertise-client-urls: 'http://$p.$S.$ns.svc.cluster.local:2379'"
   expect_grep "$c" "data-dir: '/var/lib/etcd/data'"
   expect_grep "$c" "initial-cluster-state: 'new'"
   expect_grep "$c" "initial-cluster-token: '$ns-etcd'"
+  n=$((n + 1))
 done
+# A member with data restarts into its cluster whatever the others do.
+mkdir -p "$dir/etcd-member-2/var/lib/etcd/data/member/wal"
+step etcd "$dir/etcd-member-2" --configure
+expect_grep "$(etcd_conf etcd-member-2)" "initial-cluster-state: 'existing'"
+rm -r "$dir/etcd-member-2/var/lib/etcd/data"
 scale etcd "$dir" var/lib/etcd member 5 member
 [ "$changed" = "$M3,$M4" ] || fail "etcd scale-up: --fqdns $changed"
 for p in etcd-member-0 etcd-member-1 etcd-member-2 etcd-member-3 etcd-member-4; do
-  expect_grep "$dir/$p/etc/etcd/etcd.conf.yml" "etcd-member-4=http://$M4:2380'"
   expect_lines "$dir/$p/var/lib/etcd/kstack-members/member" "etcd-member" 5
 done
-# Only the coordinator (first member) adds members, each once although it ran twice.
-expect_lines "$dir/etcd-member-0/var/lib/etcd/kstack-etcdctl.log" "would run: etcdctl --endpoints=http://$M0:2379 member add etcd-member-3 --peer-urls=http://$M3:2380" 1
-expect_lines "$dir/etcd-member-0/var/lib/etcd/kstack-etcdctl.log" "member add etcd-member-4" 1
-[ -f "$dir/etcd-member-1/var/lib/etcd/kstack-etcdctl.log" ] && fail "etcd-member-1 is not the coordinator but ran etcdctl"
+expect_grep "$(etcd_conf etcd-member-4)" "etcd-member-4=http://$M4:2380'"
+expect_grep "$(etcd_conf etcd-member-4)" "listen-client-urls: 'http://10.0.0.14:2379'"
+# Without etcdctl (these fake roots) each notified member records the change, once although it
+# ran twice.
+for p in etcd-member-0 etcd-member-1 etcd-member-2; do
+  expect_lines "$dir/$p/var/lib/etcd/kstack-etcdctl.log" "would run: etcdctl member add etcd-member-3 --peer-urls=http://$M3:2380" 1
+  expect_lines "$dir/$p/var/lib/etcd/kstack-etcdctl.log" "member add etcd-member-4" 1
+done
 scale etcd "$dir" var/lib/etcd member 3 member
 [ "$changed" = "$M3,$M4" ] || fail "etcd scale-down: --fqdns $changed"
 for p in etcd-member-0 etcd-member-1 etcd-member-2; do
-  expect_grep "$dir/$p/etc/etcd/etcd.conf.yml" "initial-cluster: 'etcd-member-0=http://$M0:2380,etcd-member-1=http://$M1:2380,etcd-member-2=http://$M2:2380'"
+  expect_lines "$dir/$p/var/lib/etcd/kstack-members/member" "etcd-member" 3
+  expect_lines "$dir/$p/var/lib/etcd/kstack-etcdctl.log" "member remove <id of etcd-member-3>" 1
+  expect_lines "$dir/$p/var/lib/etcd/kstack-etcdctl.log" "member remove <id of etcd-member-4>" 1
 done
-expect_lines "$dir/etcd-member-0/var/lib/etcd/kstack-etcdctl.log" "member remove <id of etcd-member-3>" 1
-expect_lines "$dir/etcd-member-0/var/lib/etcd/kstack-etcdctl.log" "member remove <id of etcd-member-4>" 1
 # --addnodes works from its arguments even when the env file was not rewritten yet.
 r=$dir/etcd-member-1
 step etcd "$r" --addnodes --role member --fqdns "$M3"
-expect_grep "$r/etc/etcd/etcd.conf.yml" "etcd-member-3=http://$M3:2380'"
+expect_grep "$r/var/lib/etcd/kstack-members/member" "$M3"
 step etcd "$r" --delnodes --role member --fqdns "$M3"
-expect_no_grep "$r/etc/etcd/etcd.conf.yml" "etcd-member-3"
+expect_no_grep "$r/var/lib/etcd/kstack-members/member" "$M3"
 # Hostile or malformed input: refused, nothing changed.
 snapshot "$r" >"$tmp/before"
 for bad in "x;rm -rf /" "a b" "\$(id)" "'quoted'" "-flag" "new
@@ -239,6 +257,16 @@ run etcd "$r" --bogus
 [ "$rc" -ne 0 ] || fail "etcd accepted no action"
 run etcd "$r" --configure --addnodes
 [ "$rc" -ne 0 ] || fail "etcd accepted two actions"
+cp "$r/etc/kstack/env" "$tmp/env.saved"
+printf "export KSTACK_CONFIG_CHANGE_TIMEOUT='1;id'\n" >>"$r/etc/kstack/env"
+run etcd "$r" --configure
+[ "$rc" -eq 2 ] || fail "etcd accepted change_timeout '1;id': exit $rc"
+cp "$tmp/env.saved" "$r/etc/kstack/env"
+cp "$r/etc/hosts" "$tmp/hosts.saved"
+printf '10.0.0.1;id\t%s\n' "$M1" >"$r/etc/hosts"
+run etcd "$r" --configure
+[ "$rc" -ne 0 ] || fail "etcd configured with a pod IP of '10.0.0.1;id'"
+cp "$tmp/hosts.saved" "$r/etc/hosts"
 snapshot "$r" >"$tmp/after"
 cmp -s "$tmp/before" "$tmp/after" || fail "refused etcd invocations changed files"
 run etcd "$tmp/no-such-root" --configure
@@ -248,20 +276,21 @@ run etcd "$r" --addnodes --role other --fqdns "$M3"
 [ "$rc" -eq 0 ] || fail "etcd --addnodes --role other: exit $rc"
 ok
 
-# With etcdctl in the image the coordinator runs it: a stub etcdctl keeps a member list.
+# With etcdctl (the real image) the handlers change the live cluster: a stub etcdctl keeps a
+# member list (`id, status, name, peer URLs, client URLs, learner`; a member added is unstarted,
+# without client URLs, until the test starts it).
 mkdir -p "$tmp/stub"
 cat >"$tmp/stub/etcdctl" <<'STUB'
 #!/bin/sh
-# etcdctl stand-in: `member list|add|remove` against $ETCDCTL_STUB_STATE; health fails.
+# etcdctl stand-in: `member list|add|remove` against $ETCDCTL_STUB_STATE.
 state=${ETCDCTL_STUB_STATE:?}
 touch "$state"
 printf '%s\n' "$*" >>"$state.calls"
 while [ "$#" -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done
 case "$1 $2" in
-  "endpoint health") [ -z "${ETCDCTL_STUB_DOWN:-}" ] ;;
   "member list") cat "$state" ;;
   "member add")
-    printf '%s, unstarted, %s, %s, , false\n' "id$(($(wc -l <"$state") + 1))" "$3" "${4#--peer-urls=}" >>"$state" ;;
+    printf '%s, unstarted, , %s, , false\n' "id$(($(wc -l <"$state") + 1))" "${4#--peer-urls=}" >>"$state" ;;
   "member remove")
     grep -q "^$3, " "$state" || exit 1
     grep -v "^$3, " "$state" >"$state.tmp" || true
@@ -271,37 +300,44 @@ esac
 STUB
 chmod +x "$tmp/stub/etcdctl"
 export ETCDCTL_STUB_STATE="$tmp/etcdctl.state"
-printf 'id1, started, etcd-member-0, http://%s:2380, , false\n' "$M0" >"$ETCDCTL_STUB_STATE"
+started_member() { printf 'id%s, started, %s, http://%s:2380, http://%s:2379, false\n' "$1" "${2%%.*}" "$2" "$2"; }
+started_member 1 "$M0" >"$ETCDCTL_STUB_STATE"
 SCRIPT_PATH=$tmp/stub:$BASE_PATH
 r0=$dir/etcd-member-0
 step etcd "$r0" --addnodes --role member --fqdns "$M3"
-expect_lines "$ETCDCTL_STUB_STATE" ", etcd-member-3, http://$M3:2380," 1
+expect_lines "$ETCDCTL_STUB_STATE" ", http://$M3:2380," 1
 expect_lines "$ETCDCTL_STUB_STATE.calls" "member add etcd-member-3" 1
-expect_grep "$r0/var/lib/etcd/kstack-etcdctl.log" "ran: etcdctl member add etcd-member-3 --peer-urls=http://$M3:2380"
+expect_grep "$r0/var/lib/etcd/kstack-etcdctl.log" "ran: etcdctl --endpoints=http://$M0:2379 member add etcd-member-3 --peer-urls=http://$M3:2380"
 step etcd "$r0" --delnodes --role member --fqdns "$M3"
-expect_lines "$ETCDCTL_STUB_STATE" "etcd-member-3" 0
+expect_lines "$ETCDCTL_STUB_STATE" "$M3" 0
 expect_lines "$ETCDCTL_STUB_STATE.calls" "member remove id2" 1
-# A member that is already there (added by hand) is not added again.
-printf 'id9, started, etcd-member-4, http://%s:2380, , false\n' "$M4" >>"$ETCDCTL_STUB_STATE"
+# A member that is already there (added by hand, or by itself) is not added again.
+started_member 9 "$M4" >>"$ETCDCTL_STUB_STATE"
 step etcd "$r0" --addnodes --role member --fqdns "$M4"
 expect_lines "$ETCDCTL_STUB_STATE.calls" "member add etcd-member-4" 0
-expect_grep "$r0/etc/etcd/etcd.conf.yml" "etcd-member-4=http://$M4:2380'"
 step etcd "$r0" --delnodes --role member --fqdns "$M4"
-# etcdctl there but no etcd answering (the simulated cluster): recorded, not run, success.
-export ETCDCTL_STUB_DOWN=1
-step etcd "$r0" --addnodes --role member --fqdns "$M3"
-expect_lines "$ETCDCTL_STUB_STATE.calls" "member add etcd-member-3" 1
-expect_grep "$r0/var/lib/etcd/kstack-etcdctl.log" "member add etcd-member-3 --peer-urls=http://$M3:2380 # no etcd answering at http://$M0:2379"
-step etcd "$r0" --delnodes --role member --fqdns "$M3"
-# configMeta etcdctl=always: a failing etcdctl fails the handler (kstack retries) and the
-# change is not recorded as done.
-printf "export KSTACK_CONFIG_ETCDCTL='always'\n" >>"$r0/etc/kstack/env"
+expect_lines "$ETCDCTL_STUB_STATE.calls" "member remove id9" 1
+# A new member whose cluster runs adds itself and joins it (state existing, the cluster's list).
+printf "export KSTACK_CONFIG_JOIN_TIMEOUT='3'\n" >>"$r/etc/kstack/env"
+step etcd "$r" --configure
+expect_lines "$ETCDCTL_STUB_STATE.calls" "member add etcd-member-1 --peer-urls=http://$M1:2380" 1
+expect_grep "$(etcd_conf etcd-member-1)" "initial-cluster-state: 'existing'"
+expect_grep "$(etcd_conf etcd-member-1)" "initial-cluster: 'etcd-member-0=http://$M0:2380,etcd-member-1=http://$M1:2380'"
+# Its data moved aside when the cluster no longer lists it (removed, then the Stack grew again).
+sed -i "/$M1/d" "$ETCDCTL_STUB_STATE"
+mkdir -p "$r/var/lib/etcd/data/member/wal"
+run etcd "$r" --configure
+[ "$rc" -eq 0 ] || fail "etcd --configure of a removed member: exit $rc"
+[ -d "$r/var/lib/etcd/data" ] && fail "a removed member's data was not moved aside"
+ls -d "$r"/var/lib/etcd/data.removed-* >/dev/null 2>&1 || fail "no data.removed-* for a removed member"
+expect_lines "$ETCDCTL_STUB_STATE.calls" "member add etcd-member-1 --peer-urls=http://$M1:2380" 2
+# No member answers: the change fails (kstack retries it) and is not recorded as done.
+printf "export KSTACK_CONFIG_CHANGE_TIMEOUT='1'\n" >>"$r0/etc/kstack/env"
 printf '#!/bin/sh\nexit 1\n' >"$tmp/stub/etcdctl"
 run etcd "$r0" --addnodes --role member --fqdns "$M3"
-[ "$rc" -ne 0 ] || fail "etcd --addnodes succeeded although etcdctl failed"
+[ "$rc" -ne 0 ] || fail "etcd --addnodes succeeded although no member answered"
 expect_no_grep "$r0/var/lib/etcd/kstack-members/member" "$M3"
-expect_grep "$r0/var/lib/etcd/kstack-etcdctl.log" "failed (1): etcdctl member add etcd-member-3"
-unset ETCDCTL_STUB_DOWN
+expect_grep "$r0/var/lib/etcd/kstack-etcdctl.log" "failed: member add etcd-member-3: no member of the cluster answers"
 SCRIPT_PATH=$BASE_PATH
 
 # ---- redis: primary + 2 replicas -> 3 replicas -> 1 ----
