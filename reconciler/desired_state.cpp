@@ -202,6 +202,29 @@ json::object common_labels(const Stack& stack, const AppType& app, std::string_v
   return labels;
 }
 
+namespace {
+
+// The member's own Service (named as its pod, selecting only it) with the role's ports.
+json::value member_service(const Stack& stack, const AppType& app, const KStackConfig* config,
+                           const catalog::StackRole& role, const std::string& pod,
+                           const std::string& service_type, const json::array& ports) {
+  json::object labels =
+      merged({config ? &config->spec.service_labels : nullptr, &role.service_labels});
+  for (auto& [k, v] : common_labels(stack, app, role.id)) labels[k] = v;
+  json::object annotations =
+      merged({config ? &config->spec.service_annotations : nullptr, &role.service_annotations});
+  return json::object{
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata", metadata(pod, stack, std::move(labels), std::move(annotations))},
+      {"spec",
+       {{"type", service_type},
+        {"selector", {{std::string(kLabelPodName), pod}}},
+        {"ports", service_ports(ports)}}}};
+}
+
+}  // namespace
+
 kube::Result<DesiredState> desired_state(const Stack& stack, const AppType& app,
                                          const KStackConfig* config) {
   DesiredState out;
@@ -255,19 +278,8 @@ kube::Result<DesiredState> desired_state(const Stack& stack, const AppType& app,
       if (dr.has_storage) m.pvc = names.pvc(role.id, ordinal);
       if (dr.has_ports) {
         m.service = m.pod;
-        json::object labels =
-            merged({config ? &config->spec.service_labels : nullptr, &role.service_labels});
-        for (auto& [k, v] : common_labels(stack, app, role.id)) labels[k] = v;
-        json::object annotations = merged(
-            {config ? &config->spec.service_annotations : nullptr, &role.service_annotations});
-        out.member_services.push_back(json::object{
-            {"apiVersion", "v1"},
-            {"kind", "Service"},
-            {"metadata", metadata(m.service, stack, std::move(labels), std::move(annotations))},
-            {"spec",
-             {{"type", service_type},
-              {"selector", {{std::string(kLabelPodName), m.pod}}},
-              {"ports", service_ports(ports)}}}});
+        out.member_services.push_back(
+            member_service(stack, app, config, role, m.pod, service_type, ports));
       }
       dr.members.push_back(std::move(m));
     }
