@@ -62,10 +62,14 @@ class Commands : public OneNodeSuite<kCommandNode> {
 };
 
 TEST_F(Commands, TheCommandRunsWithTheContainersEnvironmentAndWorkingDirectory) {
-  auto pod = create_and_wait(script_pod("greeter", node(),
-                                        "echo \"$GREETING from $(pwd) as $HOSTNAME\" > /tmp/out; "
-                                        "exec sleep infinity"),
-                             running_and_ready);
+  auto manifest = script_pod("greeter", node(),
+                             "echo \"$GREETING from $(pwd) as $HOSTNAME\" > /tmp/out.new; "
+                             "mv /tmp/out.new /tmp/out; exec sleep infinity");
+  // Ready once the command wrote its file (Running alone raced with the write: an exec right
+  // after the pod turned Ready read an empty /tmp/out on a loaded machine).
+  manifest.at_pointer("/spec/containers/0").as_object()["readinessProbe"] = json::object{
+      {"exec", {{"command", json::array{"test", "-s", "/tmp/out"}}}}, {"periodSeconds", 1}};
+  auto pod = create_and_wait(manifest, running_and_ready);
   ASSERT_TRUE(pod) << pod.error();
   // Exec joins the same sandbox: it sees the file the command wrote.
   auto out = kubectl_exec(control_plane(), ns_, "greeter", "app", {"cat", "/tmp/out"});
