@@ -50,6 +50,12 @@ inline constexpr std::string_view kNamingUID = "UID";
 inline constexpr std::string_view kEventConfigure = "configure";
 inline constexpr std::string_view kEventAddNodes = "addnodes";
 inline constexpr std::string_view kEventDelNodes = "delnodes";
+// Opt-in events of a live upgrade (docs/api.md "Upgrades"); never in the default list.
+// preupgrade: `startscript --preupgrade --to-app <AppType>` on a member before it moves to the
+// new template; upgradenodes: `--upgradenodes --role R --fqdns F` on the other members after
+// members moved and were set up again.
+inline constexpr std::string_view kEventPreUpgrade = "preupgrade";
+inline constexpr std::string_view kEventUpgradeNodes = "upgradenodes";
 // KStackConfig.clusterSvcDomainBase default.
 inline constexpr std::string_view kDefaultClusterSvcDomainBase = ".svc.cluster.local";
 // Upper bound on the members of one Stack (all roles), as KubeDirector.
@@ -184,6 +190,9 @@ struct AppTypeSpec {
   Label label;
   std::string distro_id;
   std::string version;
+  // AppTypes (names, in this AppType's namespace) a running Stack may move from to this one
+  // by changing spec.app (docs/api.md "Upgrades"). Same distroID required.
+  std::vector<std::string> upgrade_from;
   std::optional<std::int64_t> config_schema_version;
   std::optional<std::string> default_image_repo_tag;
   PackageField default_config_package;
@@ -229,6 +238,9 @@ struct StackRole {
   StringMap service_labels;
   StringMap service_annotations;
   std::string service_account_name;
+  // How many members of the role may be unavailable at once while it rolls to a new template
+  // (absent: 1). A member already unavailable may always move.
+  std::optional<std::int64_t> max_unavailable;
 };
 
 // spec.persistentVolumeClaimRetentionPolicy: what happens to member PVCs when the Stack scales
@@ -247,6 +259,8 @@ struct StackSpec {
   std::optional<std::string> naming_scheme;
   std::vector<StackRole> roles;
   PvcRetentionPolicy pvc_retention;
+  // Stops a rollout between members: no member starts to move while set (those moving finish).
+  bool paused = false;
 };
 
 struct Condition {
@@ -276,6 +290,18 @@ struct MemberStateDetail {
   // The last notification (--addnodes/--delnodes) that failed for good, with why; cleared
   // when a later one succeeds.
   std::string last_notify_error;
+  // The template revision and AppType the member's setup last finished in: a later container
+  // of another revision is an upgrade (or a rollback) and runs `--configure --upgrade-from`.
+  std::string last_configured_revision;
+  std::string last_configured_app;
+  // The member's --preupgrade for a rollout: the StatefulSet update revision it ran for, the
+  // container it ran in, whether it exited 0, and when it did not, why with its output tails.
+  std::string preupgrade_revision;
+  std::string preupgrade_container;
+  bool preupgrade_succeeded = false;
+  std::string upgrade_error;
+  std::string preupgrade_stdout;
+  std::string preupgrade_stderr;
 };
 
 struct MemberStatus {
@@ -284,6 +310,10 @@ struct MemberStatus {
   std::string pvc;
   std::int64_t node_id = 0;
   std::string state;  // kMember* values
+  // What the member's pod runs: its StatefulSet revision (label controller-revision-hash) and
+  // the AppType its template was made from (annotation kstack.io/app). Empty without a pod.
+  std::string template_revision;
+  std::string app;
   MemberStateDetail state_detail;
 };
 
@@ -291,6 +321,11 @@ struct RoleStatus {
   std::string id;
   std::string stateful_set;
   std::vector<MemberStatus> members;
+  // The rollout: the StatefulSet's update revision (the template the members move to), how
+  // many members run it, and the partition kstack set (members at or above it may move).
+  std::string update_revision;
+  std::int64_t updated_members = 0;
+  std::int64_t partition = 0;
 };
 
 struct MemberStateRollup {
@@ -318,6 +353,10 @@ struct StackStatus {
   std::int64_t ready_members = 0;
   std::int64_t desired_members = 0;
   std::string member_summary;
+  // Members that run their role's current template, over all roles, and "<updated>/<desired>"
+  // (the UPDATED column).
+  std::int64_t updated_members = 0;
+  std::string update_summary;
 };
 
 struct Stack {
