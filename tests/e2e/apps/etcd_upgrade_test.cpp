@@ -614,6 +614,25 @@ class EtcdUpgrade : public AppTest {
     return r.out;
   }
 
+  // Waits (watch) until every pod of `before` (pod -> uid) was replaced by a Ready one.
+  static tl::expected<Objects, std::string> wait_pods_replaced(
+      const std::map<std::string, std::string>& before) {
+    return wait_for(
+        client(), kPods, ns(), stack_selector(stack_name()),
+        [&](const Objects& now) {
+          if (now.size() != before.size()) return false;
+          for (const auto& [name, pod] : now) {
+            auto old = before.find(name);
+            if (old == before.end() || old->second == str_at(pod, "/metadata/uid") ||
+                !running_and_ready(pod)) {
+              return false;
+            }
+          }
+          return true;
+        },
+        kAppTimeout);
+  }
+
   static std::map<std::string, std::string> pod_uids() {
     std::map<std::string, std::string> out;
     for (const auto& [name, pod] : list_objects(client(), kPods, ns(), stack_selector(stack_name())))
@@ -650,9 +669,11 @@ TEST_F(EtcdUpgrade, AStackOfThreeMovesToANewAppTypeMemberByMemberWhileReadsGoOn)
   ReadPoller reads(client(), ns(), pods, kKeys[0], kKeys[0]);
   ASSERT_TRUE(set_app(kNext));
   auto moved = wait_stack([](const json::value& s) { return rolled_out_to(s, kNext); });
+  auto replaced = wait_pods_replaced(before);
   reads.stop();
   recorder.stop();
   ASSERT_TRUE(moved) << moved.error() << "\n" << recorder.timeline(start);
+  ASSERT_TRUE(replaced) << replaced.error() << "\n" << recorder.timeline(start);
   std::cout << "[ etcd-upgrade ] etcd -> etcd-next: 3/3 after " << seconds_since(start) << " s\n";
 
   // One member at a time, highest ordinal first, each Ready before the next went.
@@ -711,10 +732,12 @@ TEST_F(EtcdUpgrade, AResourcesChangeOnTheRunningRoleRollsTheSameWayWithProgressI
   auto moved = wait_stack([&](const json::value& s) {
     return int_at(s, "/status/observedGeneration") >= generation && rolled_out_to(s, kNext);
   });
+  auto replaced = wait_pods_replaced(before);
   reads.stop();
   recorder.stop();
   column.stop();
   ASSERT_TRUE(moved) << moved.error() << "\n" << recorder.timeline(start);
+  ASSERT_TRUE(replaced) << replaced.error() << "\n" << recorder.timeline(start);
   std::cout << "[ etcd-upgrade ] resources change: 3/3 after " << seconds_since(start) << " s\n";
 
   expect_one_at_a_time(recorder, before, {pods[2], pods[1], pods[0]}, start);
