@@ -86,8 +86,14 @@ tl::expected<void, std::string> install_package(kube::Client& client, const std:
   const auto dir = control_plane().work_dir() / ("package-" + name);
   fs::remove_all(dir);
   fs::create_directories(dir / "pkg");
-  std::vector<std::string> tar = {"tar", "-C", (dir / "pkg").string(), "--sort=name",
-                                  "--owner=0", "--group=0", "--numeric-owner", "-czf",
+  std::vector<std::string> tar = {"tar",
+                                  "-C",
+                                  (dir / "pkg").string(),
+                                  "--sort=name",
+                                  "--owner=0",
+                                  "--group=0",
+                                  "--numeric-owner",
+                                  "-czf",
                                   (dir / "setup.tgz").string()};
   for (const auto& [file, content] : files) {
     std::ofstream(dir / "pkg" / file, std::ios::binary) << content;
@@ -157,9 +163,9 @@ struct PodEvent {
   Clock::time_point at;
   std::string pod;
   std::string uid;
-  bool gone = false;      // deletionTimestamp set, or DELETED
-  bool ready = false;     // Running and Ready, not deleting
-  std::string revision;   // controller-revision-hash
+  bool gone = false;     // deletionTimestamp set, or DELETED
+  bool ready = false;    // Running and Ready, not deleting
+  std::string revision;  // controller-revision-hash
 };
 
 class PodRecorder {
@@ -288,7 +294,8 @@ void expect_one_at_a_time(const PodRecorder& recorder,
   }
   for (std::size_t i = 1; i < order.size(); ++i) {
     EXPECT_LT(deleted[order[i - 1]], deleted[order[i]])
-        << order[i - 1] << " should go before " << order[i] << ":\n" << timeline;
+        << order[i - 1] << " should go before " << order[i] << ":\n"
+        << timeline;
     EXPECT_LT(ready[order[i - 1]], deleted[order[i]])
         << order[i - 1] << "'s new pod should be Ready before " << order[i] << "'s goes:\n"
         << timeline;
@@ -360,9 +367,9 @@ class ReadPoller {
     }
     auto at = [&](Clock::time_point t) { return std::chrono::duration<double>(t - start).count(); };
     for (const auto& w : windows) {
-      summary += fmt::format("  {} unavailable {:.1f}-{:.1f} s ({} failed reads, first: {})\n",
-                             w.pod, at(w.from), at(w.to), w.failures,
-                             w.first_diagnosis.substr(0, 200));
+      summary +=
+          fmt::format("  {} unavailable {:.1f}-{:.1f} s ({} failed reads, first: {})\n", w.pod,
+                      at(w.from), at(w.to), w.failures, w.first_diagnosis.substr(0, 200));
     }
     for (std::size_t i = 0; i < windows.size(); ++i) {
       for (std::size_t j = i + 1; j < windows.size(); ++j) {
@@ -385,8 +392,8 @@ class ReadPoller {
       Attempt a;
       a.start = Clock::now();
       auto done = kube::exec(client_, ns_, pod,
-                             ctl({"--command-timeout=5s", "get", key_, "--print-value-only"}),
-                             {}, options, cancel_);
+                             ctl({"--command-timeout=5s", "get", key_, "--print-value-only"}), {},
+                             options, cancel_);
       a.end = Clock::now();
       if (!done) {
         a.diagnosis = "exec: " + done.error().to_string();
@@ -510,8 +517,9 @@ class EtcdUpgrade : public AppTest {
     // The AppTypes the Stack moves to, and their packages, next to the shipped etcd.
     const auto startscript = read_file(appdefs_dir() / "etcd" / "setup" / "startscript");
     std::vector<tl::expected<void, std::string>> steps;
-    steps.push_back(install_package(client(), kNext + "-setup",
-                                    {{"startscript", startscript}, {"etcd.settings", kNextSettings}}));
+    steps.push_back(
+        install_package(client(), kNext + "-setup",
+                        {{"startscript", startscript}, {"etcd.settings", kNextSettings}}));
     // etcd-next also upgrades from the broken one: that is how test 3 reverts (admission lets
     // spec.app move only to an AppType that lists the current one).
     steps.push_back(install_apptype(client(), kNext, {kOld, kBroken}));
@@ -554,16 +562,16 @@ class EtcdUpgrade : public AppTest {
   static tl::expected<json::value, std::string> wait_stack(
       const std::function<bool(const json::value&)>& done,
       std::chrono::seconds timeout = kRolloutTimeout) {
-    auto got = wait_for_object(client(), catalog::resources::kStacks, ns(), stack_name(), done,
-                               timeout);
+    auto got =
+        wait_for_object(client(), catalog::resources::kStacks, ns(), stack_name(), done, timeout);
     if (!got) return tl::unexpected(got.error() + "\n" + describe());
     return got;
   }
 
   static tl::expected<void, std::string> set_app(const std::string& app) {
-    auto patched = client().patch(catalog::resources::kStacks, ns(), stack_name(),
-                                  kube::PatchType::kMerge,
-                                  json::serialize(json::object{{"spec", {{"app", app}}}}));
+    auto patched =
+        client().patch(catalog::resources::kStacks, ns(), stack_name(), kube::PatchType::kMerge,
+                       json::serialize(json::object{{"spec", {{"app", app}}}}));
     if (!patched) return tl::unexpected("spec.app -> " + app + ": " + patched.error().to_string());
     return {};
   }
@@ -635,7 +643,8 @@ class EtcdUpgrade : public AppTest {
 
   static std::map<std::string, std::string> pod_uids() {
     std::map<std::string, std::string> out;
-    for (const auto& [name, pod] : list_objects(client(), kPods, ns(), stack_selector(stack_name())))
+    for (const auto& [name, pod] :
+         list_objects(client(), kPods, ns(), stack_selector(stack_name())))
       out[name] = str_at(pod, "/metadata/uid");
     return out;
   }
@@ -692,10 +701,12 @@ TEST_F(EtcdUpgrade, AStackOfThreeMovesToANewAppTypeMemberByMemberWhileReadsGoOn)
         << pod;
     const auto setup_log = file_in(pod, "/var/lib/etcd/kstack-setup.log");
     EXPECT_NE(setup_log.find("--configure --upgrade-from " + kOld), std::string::npos)
-        << pod << ":\n" << setup_log;
+        << pod << ":\n"
+        << setup_log;
     EXPECT_NE(setup_log.find("--preupgrade --from-app " + kOld + " --to-app " + kNext),
               std::string::npos)
-        << pod << ":\n" << setup_log;
+        << pod << ":\n"
+        << setup_log;
     const auto etcdctl_log = file_in(pod, "/var/lib/etcd/kstack-etcdctl.log");
     EXPECT_EQ(etcdctl_log.find("member add"), std::string::npos) << pod << ":\n" << etcdctl_log;
     for (std::size_t at = 0; (at = etcdctl_log.find("move-leader", at)) != std::string::npos;
@@ -712,6 +723,8 @@ TEST_F(EtcdUpgrade, AResourcesChangeOnTheRunningRoleRollsTheSameWayWithProgressI
   ASSERT_TRUE(settled) << settled.error();
   const auto pods = members(*settled, kRole);
   ASSERT_EQ(pods.size(), 3u);
+  // The first test's keys again (it may have stopped before writing them).
+  for (const auto& key : kKeys) ASSERT_NO_FATAL_FAILURE(put(pods[0], key, key));
   EXPECT_EQ(UpdatedColumnPoller::updated_column(
                 control_plane().kubectl({"get", "stk", stack_name(), "-n", ns()}).out),
             "3/3");
@@ -743,7 +756,8 @@ TEST_F(EtcdUpgrade, AResourcesChangeOnTheRunningRoleRollsTheSameWayWithProgressI
   expect_one_at_a_time(recorder, before, {pods[2], pods[1], pods[0]}, start);
   reads.expect_at_most_one_member_failing(start);
   expect_members_on(*moved, kNext);
-  for (const auto& [name, pod] : list_objects(client(), kPods, ns(), stack_selector(stack_name()))) {
+  for (const auto& [name, pod] :
+       list_objects(client(), kPods, ns(), stack_selector(stack_name()))) {
     for (const auto& c : pod.at_pointer("/spec/containers").as_array()) {
       if (str_at(c, "/name") != "app") continue;
       EXPECT_EQ(str_at(c, "/resources/requests/cpu"), "120m") << name;
@@ -752,11 +766,12 @@ TEST_F(EtcdUpgrade, AResourcesChangeOnTheRunningRoleRollsTheSameWayWithProgressI
   }
   // kubectl get stk: the Updated column went through values below 3/3 and ends at 3/3.
   const auto values = column.values();
-  std::cout << "[ etcd-upgrade ] kubectl get stk, Updated: " << fmt::format("{}", values)
-            << "\n";
-  EXPECT_TRUE(std::any_of(values.begin(), values.end(),
-                          [](const std::string& v) { return v == "0/3" || v == "1/3" || v == "2/3"; }))
-      << fmt::format("{}", values) << "\n" << column.last_output();
+  std::cout << "[ etcd-upgrade ] kubectl get stk, Updated: " << fmt::format("{}", values) << "\n";
+  EXPECT_TRUE(
+      std::any_of(values.begin(), values.end(),
+                  [](const std::string& v) { return v == "0/3" || v == "1/3" || v == "2/3"; }))
+      << fmt::format("{}", values) << "\n"
+      << column.last_output();
   EXPECT_EQ(UpdatedColumnPoller::updated_column(
                 control_plane().kubectl({"get", "stk", stack_name(), "-n", ns()}).out),
             "3/3");
@@ -768,6 +783,7 @@ TEST_F(EtcdUpgrade, AFailingPreupgradeStopsTheRolloutAtMemberTwoAndRevertingRoll
   ASSERT_TRUE(settled) << settled.error();
   const auto pods = members(*settled, kRole);
   ASSERT_EQ(pods.size(), 3u);
+  for (const auto& key : kKeys) ASSERT_NO_FATAL_FAILURE(put(pods[0], key, key));
   std::map<std::string, std::string> revisions;  // pod -> templateRevision before
   for (const auto& [pod, m] : status_members(*settled, kRole)) {
     revisions[pod] = str_at(m, "/templateRevision");
