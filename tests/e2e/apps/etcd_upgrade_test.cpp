@@ -703,7 +703,7 @@ TEST_F(EtcdUpgrade, AStackOfThreeMovesToANewAppTypeMemberByMemberWhileReadsGoOn)
     EXPECT_NE(setup_log.find("--configure --upgrade-from " + kOld), std::string::npos)
         << pod << ":\n"
         << setup_log;
-    EXPECT_NE(setup_log.find("--preupgrade --from-app " + kOld + " --to-app " + kNext),
+    EXPECT_NE(setup_log.find(fmt::format("--preupgrade --from-app {} --to-app {}", kOld, kNext)),
               std::string::npos)
         << pod << ":\n"
         << setup_log;
