@@ -18,7 +18,8 @@ namespace kstack::validator {
 //    rules that need the app still run)
 //  - serviceType, namingScheme, appCatalog enums
 //  - role ids exist in the app and are unique; members ≥ 0 and fits the cardinality;
-//    the app's selected roles with minimum > 0 are present; total members ≤ 1000
+//    the app's selected roles with minimum > 0 are present; total members ≤ 1000;
+//    maxUnavailable ≥ 1
 //  - resources: quantities parse, requests ≤ limits, requests (or limits) meet minResources
 //  - storage: size > 0 and ≥ minStorage; no storage only if the role allows ephemeral mode;
 //    the storage class exists or a default resolves (when the catalog knows StorageClasses)
