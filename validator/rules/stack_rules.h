@@ -34,9 +34,13 @@ Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& c
 // Decoding problems plus validate_stack().
 Violations validate_stack_object(const boost::json::value& object, const catalog::Catalog& catalog);
 
-// UPDATE only: app, appCatalog and namingScheme are immutable once set; a role that had
-// members keeps every field except members, pod/service labels and annotations (frozen
-// until live role upgrade exists).
-Violations validate_stack_update(const catalog::Stack& old_stack, const catalog::Stack& new_stack);
+// UPDATE only (docs/api.md "Upgrades"):
+//  - spec.app may change only to an AppType, found where the Stack finds its app, of the
+//    current one's namespace and distroID that lists the current one in its upgradeFrom; the
+//    refusal names the allowed targets
+//  - appCatalog and namingScheme are immutable once set
+//  - a role that has members may change every field except storage (volumeClaimTemplates)
+Violations validate_stack_update(const catalog::Stack& old_stack, const catalog::Stack& new_stack,
+                                 const catalog::Catalog& catalog);
 
 }  // namespace kstack::validator
