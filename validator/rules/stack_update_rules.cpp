@@ -83,10 +83,10 @@ void check_app_change(const catalog::Stack& old_stack, const catalog::Stack& new
   }
   const std::string& distro = current->app.spec.distro_id;
   std::vector<std::string> allowed;
+  std::vector<std::string> other_distro;  // list it, but are another app
   for (const auto& a : catalog.apps_in(current->namespace_name)) {
-    if (a.spec.distro_id == distro && a.metadata.name != from && lists(a, from)) {
-      allowed.push_back(a.metadata.name);
-    }
+    if (a.metadata.name == from || !lists(a, from)) continue;
+    (a.spec.distro_id == distro ? allowed : other_distro).push_back(a.metadata.name);
   }
   // Looked up the way the Stack resolves its app (appCatalog is immutable: the old one rules).
   std::optional<std::string_view> where;
@@ -101,9 +101,12 @@ void check_app_change(const catalog::Stack& old_stack, const catalog::Stack& new
     return;
   }
   if (allowed.empty()) {
-    out.push_back({"spec.app", fmt::format("{}: no AppType of distroID \"{}\" lists \"{}\" in "
-                                           "its upgradeFrom",
-                                           head, distro, from)});
+    std::string why = fmt::format("{}: no AppType lists \"{}\" in its upgradeFrom", head, from);
+    if (!other_distro.empty()) {
+      why += fmt::format(" with distroID \"{}\" ({} of another distroID)", distro,
+                         quoted_list(other_distro));
+    }
+    out.push_back({"spec.app", std::move(why)});
     return;
   }
   out.push_back(

@@ -121,8 +121,26 @@ TEST(StackUpdate, AppRefusedWhenNothingListsTheCurrentOne) {
   auto v = validate_stack_update(a, b, c.memory.catalog());
   ASSERT_EQ(v.size(), 1u) << catalog::join(v);
   EXPECT_EQ(v[0].to_string(),
-            "spec.app: cannot change from \"cassandra-r3\" to \"cassandra\": no AppType of "
-            "distroID \"cassandra\" lists \"cassandra-r3\" in its upgradeFrom");
+            "spec.app: cannot change from \"cassandra-r3\" to \"cassandra\": no AppType lists "
+            "\"cassandra-r3\" in its upgradeFrom");
+}
+
+TEST(StackUpdate, AppRefusedWhenOnlyAnotherDistroListsTheCurrentOne) {
+  json::value before = old_stack_json();
+  set_app(before, "cassandra-fork");
+  json::value after = before;
+  set_app(after, "scylla-2");
+  catalog::FieldErrors errors;
+  auto a = catalog::decode_stack(before, errors);
+  auto b = catalog::decode_stack(after, errors);
+  Apps c;
+  c.memory.add(app("scylla-2", "scylla", {"cassandra-fork"}));
+  auto v = validate_stack_update(a, b, c.memory.catalog());
+  ASSERT_EQ(v.size(), 1u) << catalog::join(v);
+  EXPECT_EQ(v[0].to_string(),
+            "spec.app: cannot change from \"cassandra-fork\" to \"scylla-2\": no AppType lists "
+            "\"cassandra-fork\" in its upgradeFrom with distroID \"cassandra\" (\"scylla-2\" of "
+            "another distroID)");
 }
 
 TEST(StackUpdate, AppRefusedWhenTheCurrentAppTypeIsGone) {
