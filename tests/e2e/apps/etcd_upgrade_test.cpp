@@ -804,8 +804,9 @@ TEST_F(EtcdUpgrade, AFailingPreupgradeStopsTheRolloutAtMemberTwoAndRevertingRoll
             << " s\n";
   const auto progressing = condition_fields(*failed, "Progressing");
   EXPECT_NE(progressing.message.find(pods[2]), std::string::npos) << progressing.message;
+  // The contract: the message names the member and the hook's output.
   EXPECT_NE(progressing.message.find(kHookMessage + pods[2]), std::string::npos)
-      << progressing.message;
+      << "UpgradeFailed without the hook's output: " << progressing.message;
   auto member2 = status_members(*failed, kRole)[pods[2]];
   EXPECT_NE(str_at(member2, "/stateDetail/preupgradeStderr").find(kHookMessage + pods[2]),
             std::string::npos)
