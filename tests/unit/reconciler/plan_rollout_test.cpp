@@ -259,10 +259,12 @@ TEST(PlanRollout, TheHookGetsTheAppTypesAndRunsFromTheStagedPackage) {
   EXPECT_EQ(kinds.back(), SetupStepKind::kPreupgrade);
 }
 
-TEST(PlanRollout, AMovedMemberIsSetUpAgainAsAnUpgrade) {
+TEST(PlanRollout, AMemberMovedToAnotherAppTypeIsSetUpAgainAsAnUpgrade) {
   RolloutWorld r;
   const auto before = r.update_revision();
-  r.change_env("fast");
+  r.w.app.at("metadata").as_object()["name"] = "kv-2";
+  r.w.stack.at("spec").as_object()["app"] = "kv-2";
+  r.bump();
   r.until([&](const Plan&) { return r.recreated.size() == 1; });
   r.setup.ran.clear();
   r.until([&](const Plan& p) { return member_state(p, pod_of("server", 2)) == "ready"; });
@@ -285,6 +287,27 @@ TEST(PlanRollout, AMovedMemberIsSetUpAgainAsAnUpgrade) {
     }
   }
   EXPECT_TRUE(saw_configure);
+}
+
+TEST(PlanRollout, AMemberMovedWithinItsAppTypeIsSetUpAsANewPod) {
+  RolloutWorld r;
+  r.change_env("fast");
+  r.until([&](const Plan&) { return r.recreated.size() == 1; });
+  r.setup.ran.clear();
+  r.until([&](const Plan& p) { return member_state(p, pod_of("server", 2)) == "ready"; });
+  bool saw_configure = false;
+  for (const auto& s : r.setup.ran) {
+    if (s.target.pod != pod_of("server", 2)) continue;
+    if (s.kind == SetupStepKind::kStartConfigure) {
+      EXPECT_TRUE(s.arguments.empty()) << "no --upgrade-from when the AppType is the same";
+      saw_configure = true;
+    }
+    if (s.kind == SetupStepKind::kWriteConfig) {
+      EXPECT_EQ(s.configmeta.find("upgrade_from"), std::string::npos);
+    }
+    EXPECT_NE(s.kind, SetupStepKind::kCheckPackage) << "the package is installed anew";
+  }
+  EXPECT_TRUE(saw_configure) << "configure runs again in the new pod";
 }
 
 TEST(PlanRollout, AFailedHookStopsTheRolloutAndNamesTheMemberAndItsOutput) {
