@@ -811,6 +811,9 @@ TEST_F(EtcdUpgrade, AFailingPreupgradeStopsTheRolloutAtMemberTwoAndRevertingRoll
   EXPECT_NE(str_at(member2, "/stateDetail/preupgradeStderr").find(kHookMessage + pods[2]),
             std::string::npos)
       << json::serialize(member2);
+  EXPECT_NE(str_at(member2, "/stateDetail/preupgradeStdout").find("broken hook ran on " + pods[2]),
+            std::string::npos)
+      << json::serialize(member2);
   EXPECT_FALSE(str_at(member2, "/stateDetail/upgradeError").empty()) << json::serialize(member2);
 
   // Nothing moves any more: no pod goes or comes for a while (a watch that must time out).
