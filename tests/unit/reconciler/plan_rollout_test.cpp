@@ -322,7 +322,8 @@ TEST(PlanRollout, AFailedHookStopsTheRolloutAndNamesTheMemberAndItsOutput) {
   const auto* c = condition(p, "Progressing");
   EXPECT_EQ(c->status, "False");
   EXPECT_NE(c->message.find(pod_of("server", 2)), std::string::npos) << c->message;
-  EXPECT_NE(c->message.find("exited 3"), std::string::npos) << c->message;
+  EXPECT_NE(c->message.find("exited 3 (output: cannot hand over leadership)"), std::string::npos)
+      << c->message;
   const auto* m = r.w.member(p, pod_of("server", 2));
   EXPECT_EQ(m->state_detail.preupgrade_stderr, "cannot hand over leadership");
   EXPECT_FALSE(m->state_detail.preupgrade_succeeded);
