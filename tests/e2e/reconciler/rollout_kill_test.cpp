@@ -1,0 +1,501 @@
+// Live upgrades survive SIGKILL (issue 12): the `kstack operator` process (its own kubeconfig
+// and identity, as operator_kill_test.cpp starts it) rolls a Stack of four members from AppType
+// roll-v1 to roll-v2 and back, again and again, and is SIGKILLed at chosen moments of those
+// rollouts — while a member's --preupgrade hook runs, right after a member's pod was deleted,
+// right after its new pod appeared (its setup under way), right after the new pod became Ready
+// — and restarted each time. From a pod watch and the startscript's own reports over the whole
+// run: in each rollout every member moved exactly once (one new pod), in order 3, 2, 1, 0, with
+// its hook run before and its new pod configured with --upgrade-from; never two members
+// unavailable at once (maxUnavailable 1); at the end of each rollout the Stack is Ready with
+// every member on the StatefulSet's update revision.
+// Kills: 10 by default (KSTACK_E2E_ROLLOUT_KILLS=N), spread over at least three rollouts; the
+// seed is printed (KSTACK_E2E_SEED replays one).
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+#include "catalog/model.h"
+#include "tests/e2e/reconciler/rollout_journal.h"
+#include "tests/e2e/reconciler/support.h"
+#include "tests/e2e/setup/package_fixture.h"
+#include "tests/testenv/process.h"
+
+namespace kstack::testenv::e2e {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+using catalog::resources::kAppTypes;
+using catalog::resources::kStacks;
+using Kind = JournalEntry::Kind;
+
+constexpr int kMembers = 4;
+constexpr const char* kStack = "roll";
+constexpr const char* kRole = "member";
+constexpr const char* kImage = "kstack-test/probed:1";
+const std::string kApps[2] = {"roll-v1", "roll-v2"};
+const std::string kVersions[2] = {"v1", "v2"};
+constexpr std::chrono::milliseconds kStopGrace{15000};
+// One member's move takes a few seconds and a restarted operator waits out the Lease of the
+// one it replaces (kLeaseDuration): anything near this bound is a stuck rollout.
+constexpr std::chrono::seconds kEventTimeout{120};
+constexpr const char* kLeaseDuration = "8s";
+
+const ConfigureEnvironment kProbedImage([](EnvironmentOptions& options) {
+  options.node.images[kImage] =
+      std::filesystem::path(KSTACK_SOURCE_DIR) / "tests/e2e/stack_setup/testdata/probed-image";
+});
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read before threads
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+std::string base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+std::string member_pod(int ordinal) { return fmt::format("{}-{}-{}", kStack, kRole, ordinal); }
+
+// Tells the test about every call, then --configure makes the member Ready (the role's
+// readinessProbe tests /tmp/ready, in the container's own /tmp) and --preupgrade takes a second,
+// as a hook that drains its daemon would. Both are idempotent.
+std::string startscript(std::string_view version, std::uint16_t port) {
+  return fmt::format(R"sh(#!/bin/sh
+# The rollout kill test's startscript (tests/e2e/reconciler/rollout_kill_test.cpp), package {v}.
+. /etc/kstack/env || exit 4
+tell() {{
+  line="$KSTACK_POD	{v}	$1"
+  shift
+  for a in "$@"; do line="$line	$a"; done
+  curl -fsS -m 5 -o /dev/null --data-binary "$line" http://127.0.0.1:{port}/notify || true
+}}
+case "$1" in
+--configure)
+  tell configure "$@"
+  touch /tmp/ready ;;
+--preupgrade)
+  tell preupgrade-start "$@"
+  date +%s.%N >>/opt/kstack/preupgrade.log
+  sleep 1
+  tell preupgrade-end "$@" ;;
+*)
+  tell other "$@" ;;
+esac
+exit 0
+)sh",
+                     fmt::arg("v", version), fmt::arg("port", port));
+}
+
+// The moments of one member's move, in the order they happen.
+enum class Moment { kHookRunning, kPodDeleted, kPodCreated, kPodReady };
+constexpr int kMoments = 4;
+
+const char* to_string(Moment m) {
+  switch (m) {
+    case Moment::kHookRunning:
+      return "while its --preupgrade runs";
+    case Moment::kPodDeleted:
+      return "right after its pod was deleted";
+    case Moment::kPodCreated:
+      return "after its new pod appeared (setup under way)";
+    case Moment::kPodReady:
+      return "right after its new pod became Ready";
+  }
+  return "";
+}
+
+struct Kill {
+  int member = 0;
+  Moment moment = Moment::kHookRunning;
+  int delay_ms = 0;  // after the event
+};
+
+// `count` distinct kill moments of one rollout (members move 3, 2, 1, 0), in order.
+std::vector<Kill> plan_kills(int count, std::mt19937& rng) {
+  std::vector<int> positions(kMembers * kMoments);
+  for (int i = 0; i < static_cast<int>(positions.size()); ++i) positions[i] = i;
+  std::shuffle(positions.begin(), positions.end(), rng);
+  positions.resize(static_cast<std::size_t>(std::min<int>(count, positions.size())));
+  std::sort(positions.begin(), positions.end());
+  std::vector<Kill> kills;
+  for (int p : positions) {
+    Kill k;
+    k.member = kMembers - 1 - p / kMoments;
+    k.moment = static_cast<Moment>(p % kMoments);
+    // The hook takes a second: kill within it. Setup of a new pod takes a moment too.
+    const int max_delay = k.moment == Moment::kHookRunning  ? 600
+                          : k.moment == Moment::kPodCreated ? 1200
+                                                            : 100;
+    k.delay_ms = std::uniform_int_distribution<int>(0, max_delay)(rng);
+    kills.push_back(k);
+  }
+  return kills;
+}
+
+// Whether a journal entry is the event of `kill` in a rollout to `app` whose member pods had
+// `old_uid` before it.
+bool is_moment(const JournalEntry& e, const Kill& kill, const std::string& app,
+               const std::map<std::string, std::string>& old_uid) {
+  const auto pod = member_pod(kill.member);
+  if (e.pod != pod) return false;
+  const auto& old = old_uid.at(pod);
+  switch (kill.moment) {
+    case Moment::kHookRunning:
+      return e.kind == Kind::kScript && e.script.size() > 1 && e.script[1] == "preupgrade-start" &&
+             e.arg("--to-app") == app;
+    case Moment::kPodDeleted:
+      return e.uid == old && (e.kind == Kind::kGone || (e.kind == Kind::kPod && e.deleting));
+    case Moment::kPodCreated:
+      return e.kind == Kind::kPod && e.uid != old;
+    case Moment::kPodReady:
+      return e.kind == Kind::kPod && e.uid != old && e.ready && !e.deleting;
+  }
+  return false;
+}
+
+// The Stack has finished its rollout to `app`: Ready, every member on the update revision.
+bool rolled_to(const json::value& stack, const std::string& app) {
+  const auto revision = str_at(stack, "/status/roles/0/updateRevision");
+  if (!stack_ready(stack) || revision.empty() ||
+      int_at(stack, "/status/updatedMembers") != kMembers) {
+    return false;
+  }
+  const auto members = status_members(stack, kRole);
+  return members.size() == kMembers &&
+         std::all_of(members.begin(), members.end(), [&](const auto& m) {
+           return str_at(m.second, "/templateRevision") == revision &&
+                  str_at(m.second, "/app") == app;
+         });
+}
+
+// Pods by member, replayed from journal entries.
+struct PodState {
+  std::string uid;
+  bool ready = false;
+  bool deleting = false;
+};
+void replay(std::map<std::string, PodState>& pods, const JournalEntry& e) {
+  if (e.kind == Kind::kPod) pods[e.pod] = {e.uid, e.ready, e.deleting};
+  if (e.kind == Kind::kGone && pods.count(e.pod) != 0 && pods[e.pod].uid == e.uid)
+    pods.erase(e.pod);
+}
+int unavailable(const std::map<std::string, PodState>& pods) {
+  int n = 0;
+  for (int i = 0; i < kMembers; ++i) {
+    auto it = pods.find(member_pod(i));
+    if (it == pods.end() || !it->second.ready || it->second.deleting) ++n;
+  }
+  return n;
+}
+
+class RolloutKillTest : public ReconcilerTest {
+ protected:
+  void TearDown() override {
+    pods_.reset();
+    if (running_.running()) {
+      auto deleted = delete_stacks(*client_, ns_, 90s);
+      EXPECT_TRUE(deleted) << deleted.error();
+      running_.stop(kStopGrace);
+      EXPECT_EQ(running_.how_it_ended(), "exited with status 0") << "kstack operator on SIGTERM";
+    }
+    if (HasFailure()) {
+      print_logs();
+      std::cout << "---- journal:\n";
+      for (const auto& e : journal_.entries()) std::cout << "  " << e.describe() << "\n";
+    }
+    ReconcilerTest::TearDown();
+  }
+
+  void start_operator() {
+    auto& cp = control_plane();
+    const auto log = cp.work_dir() / fmt::format("kstack-operator-rollout-{}.log", logs_.size());
+    // As operator_kill_test.cpp: no webhook, no fixed ports, leader election on (each restart
+    // takes over the Lease of a SIGKILLed leader), 1 s Lease requests.
+    std::vector<std::string> argv = {KSTACK_BINARY, "operator", "--kubeconfig",
+                                     cp.kubeconfig_for(kOperatorUser).string()};
+    argv.insert(argv.end(), {"--namespace", kOperatorNamespace, "--workers", "4", "--resync-period",
+                             "60", "--poll-interval-ms", "300"});
+    argv.insert(argv.end(), {"--no-webhook", "--metrics-port", "0", "--probe-port", "0"});
+    argv.insert(argv.end(), {"--lease-duration", kLeaseDuration, "--renew-deadline", "4s",
+                             "--retry-period", "1s"});
+    auto child = spawn("kstack-operator", argv, log);
+    ASSERT_TRUE(child) << child.error();
+    running_ = std::move(*child);
+    logs_.push_back(log);
+  }
+
+  // Until the running operator logged that it leads (it reconciles only then). Its log is a
+  // file of another process: polled.
+  bool wait_leading() {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (read_file(logs_.back()).find(" leads ") != std::string::npos) return true;
+      if (!running_.running()) return false;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+
+  void print_logs() {
+    for (std::size_t i = 0; i < logs_.size(); ++i) {
+      const bool last = i + 1 == logs_.size();
+      std::cout << "---- kstack operator run " << i << " (" << logs_[i].string() << "), last "
+                << (last ? 60 : 10) << " lines:\n"
+                << tail_file(logs_[i], last ? 60 : 10) << "\n";
+    }
+  }
+
+  void create_version(int v, std::uint16_t port) {
+    const auto package =
+        executor::testing::make_package({{"startscript", startscript(kVersions[v], port)}});
+    const auto configmap = kApps[v] + "-setup";
+    create(kube::resources::kConfigMaps,
+           json::value{{"apiVersion", "v1"},
+                       {"kind", "ConfigMap"},
+                       {"metadata", {{"name", configmap}, {"namespace", ns_}}},
+                       {"binaryData", {{"setup.tgz", base64(package)}}}});
+    auto app = fixture("rollout-apptype.yaml", ns_, kApps[v]);
+    auto& spec = app.at("spec").as_object();
+    spec["version"] = v == 0 ? "1.0" : "2.0";
+    spec["defaultConfigPackage"] =
+        json::object{{"packageURL", fmt::format("configmap://{}/setup.tgz", configmap)},
+                     {"sha256", executor::testing::sha256_hex(package)}};
+    spec["upgradeFrom"] = json::array{json::value(kApps[1 - v])};
+    create(kAppTypes, app);
+  }
+
+  // The member pods' uids now (from the journal).
+  std::map<std::string, std::string> current_uids() {
+    std::map<std::string, PodState> pods;
+    for (const auto& e : journal_.entries()) replay(pods, e);
+    std::map<std::string, std::string> uids;
+    for (int i = 0; i < kMembers; ++i) uids[member_pod(i)] = pods[member_pod(i)].uid;
+    return uids;
+  }
+
+  // Waits for the moment of `kill` (from journal index `from`), then SIGKILLs and restarts the
+  // operator; the index of the entry it acted on.
+  std::size_t kill_at(const Kill& kill, std::size_t from, const std::string& app,
+                      const std::map<std::string, std::string>& old_uid, int number) {
+    const bool seen_already =
+        journal_
+            .wait(
+                from, [&](const JournalEntry& e) { return is_moment(e, kill, app, old_uid); }, 0ms)
+            .has_value();
+    auto at = journal_.wait(
+        from, [&](const JournalEntry& e) { return is_moment(e, kill, app, old_uid); },
+        kEventTimeout);
+    if (!at) {
+      ADD_FAILURE() << "no event for kill " << number << " (member " << kill.member << " "
+                    << to_string(kill.moment) << ") in " << kEventTimeout.count() << " s\n"
+                    << describe_stack(*client_, ns_, kStack);
+      return from;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(kill.delay_ms));
+    if (!running_.running()) {
+      ADD_FAILURE() << "the operator died on its own: " << running_.how_it_ended();
+      return *at;
+    }
+    running_.kill_now();
+    std::cout << fmt::format("[ rollout ] kill {}: member {} {}{}, +{} ms: SIGKILL at {:.1f} s\n",
+                             number, kill.member, to_string(kill.moment),
+                             seen_already ? " (seen while it waited for the Lease)" : "",
+                             kill.delay_ms, journal_.now());
+    start_operator();
+    if (!wait_leading()) ADD_FAILURE() << "the restarted operator does not lead";
+    return *at + 1;
+  }
+
+  // What the journal says about the rollout in entries [begin, end): each member moved once,
+  // 3 to 0, after its hook ran for this target, and its new pod was configured with
+  // --upgrade-from the previous AppType by the new package.
+  void check_rollout(int number, std::size_t begin, std::size_t end, int from_v, int to_v,
+                     const std::map<std::string, std::string>& old_uid) {
+    const auto all = journal_.entries(begin);
+    const std::vector<JournalEntry> entries(all.begin(),
+                                            all.begin() + static_cast<std::ptrdiff_t>(end - begin));
+    std::map<std::string, std::size_t> deleted_at;  // first sign of the old pod's deletion
+    std::map<std::string, std::set<std::string>> new_uids;
+    std::map<std::string, int> hooks;
+    std::map<std::string, int> upgrade_configures;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const auto& e = entries[i];
+      const auto& old = old_uid.count(e.pod) != 0 ? old_uid.at(e.pod) : std::string();
+      if ((e.kind == Kind::kPod || e.kind == Kind::kGone) && e.uid != old) {
+        new_uids[e.pod].insert(e.uid);
+      }
+      if (e.uid == old && (e.kind == Kind::kGone || e.deleting) && deleted_at.count(e.pod) == 0) {
+        deleted_at[e.pod] = i;
+      }
+      if (e.kind != Kind::kScript || e.script.size() < 2) continue;
+      if (e.script[1] == "preupgrade-start" && e.arg("--to-app") == kApps[to_v] &&
+          deleted_at.count(e.pod) == 0) {
+        EXPECT_EQ(e.script[0], kVersions[to_v]) << "the hook of the new package: " << e.describe();
+        EXPECT_EQ(e.arg("--from-app"), kApps[from_v]) << e.describe();
+        ++hooks[e.pod];
+      }
+      if (e.script[1] == "configure" && deleted_at.count(e.pod) != 0) {
+        EXPECT_EQ(e.script[0], kVersions[to_v])
+            << "configured by the new package: " << e.describe();
+        if (e.arg("--upgrade-from") == kApps[from_v]) ++upgrade_configures[e.pod];
+      }
+    }
+    std::string summary;
+    for (int m = kMembers - 1; m >= 0; --m) {
+      const auto pod = member_pod(m);
+      EXPECT_EQ(new_uids[pod].size(), 1u)
+          << "rollout " << number << ": " << pod << " should have moved exactly once";
+      EXPECT_EQ(deleted_at.count(pod), 1u) << "rollout " << number << ": " << pod << " never moved";
+      EXPECT_GE(hooks[pod], 1) << "rollout " << number << ": no --preupgrade on " << pod
+                               << " before it moved";
+      EXPECT_GE(upgrade_configures[pod], 1)
+          << "rollout " << number << ": " << pod << "'s new pod was not configured with "
+          << "--upgrade-from " << kApps[from_v];
+      if (m + 1 < kMembers && deleted_at.count(pod) != 0 &&
+          deleted_at.count(member_pod(m + 1)) != 0) {
+        EXPECT_GT(deleted_at[pod], deleted_at[member_pod(m + 1)])
+            << "rollout " << number << ": " << pod << " moved before " << member_pod(m + 1);
+      }
+      summary += fmt::format(" {}:{}", m, hooks[pod]);
+    }
+    std::cout << "[ rollout ] rollout " << number << " " << kApps[from_v] << " -> " << kApps[to_v]
+              << ": --preupgrade runs per member (3..0)" << summary << "\n";
+  }
+
+  Journal journal_;
+  std::unique_ptr<PodWatch> pods_;
+  ChildProcess running_;
+  std::vector<std::filesystem::path> logs_;
+};
+
+TEST_F(RolloutKillTest, KilledDuringRollingUpgradesEveryMemberStillMovesOnceInOrderOneAtATime) {
+  ASSERT_TRUE(install_operator_rbac());
+  const int kills = env_int("KSTACK_E2E_ROLLOUT_KILLS", 10);
+  unsigned seed = std::random_device{}();
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread of this test starts
+  if (const char* replay = std::getenv("KSTACK_E2E_SEED"); replay != nullptr && *replay != '\0') {
+    seed = static_cast<unsigned>(std::strtoul(replay, nullptr, 10));
+  }
+  // At least v1 -> v2 -> v1 -> v2, and at most 4 kills per rollout.
+  const int rollouts = std::max(3, (kills + 3) / 4);
+  std::cout << "[ rollout ] " << kills << " kills over " << rollouts << " rollouts, seed " << seed
+            << "\n";
+  std::mt19937 rng(seed);
+
+  ScriptListener scripts(journal_);
+  create_version(0, scripts.port());
+  create_version(1, scripts.port());
+  create(kStacks, fixture("rollout-stack.yaml", ns_));
+  pods_ = std::make_unique<PodWatch>(client_, ns_, stack_selector(kStack), journal_);
+  ASSERT_NO_FATAL_FAILURE(start_operator());
+  auto created = wait_stack_ready(*client_, ns_, kStack);
+  ASSERT_TRUE(created) << created.error();
+  std::cout << fmt::format("[ rollout ] {} members of {} Ready at {:.1f} s\n", kMembers, kApps[0],
+                           journal_.now());
+  // The startscript's reports reach the test (the kill moments of hooks depend on them).
+  std::set<std::string> configured;
+  auto reported = journal_.wait(
+      0,
+      [&](const JournalEntry& e) {
+        if (e.kind == Kind::kScript && e.script.size() > 1 && e.script[1] == "configure") {
+          configured.insert(e.pod);
+        }
+        return configured.size() == kMembers;
+      },
+      10s);
+  ASSERT_TRUE(reported) << "startscript reports from " << configured.size() << " members";
+
+  const std::size_t first = journal_.size();
+  std::size_t begin_next = first;  // rollouts' entries are contiguous: nothing falls between
+  int killed = 0;
+  for (int r = 0; r < rollouts; ++r) {
+    const int from_v = r % 2;
+    const int to_v = 1 - from_v;
+    const auto old_uid = current_uids();
+    const std::size_t begin = begin_next;
+    const double started = journal_.now();
+    const int share =
+        (kills - killed) / (rollouts - r) + ((kills - killed) % (rollouts - r) ? 1 : 0);
+    const auto plan = plan_kills(share, rng);
+    auto patched = client_->patch(kStacks, ns_, kStack, kube::PatchType::kMerge,
+                                  json::serialize(json::value{{"spec", {{"app", kApps[to_v]}}}}));
+    ASSERT_TRUE(patched) << patched.error().to_string();
+
+    std::size_t cursor = begin;
+    for (const auto& kill : plan) {
+      cursor = kill_at(kill, cursor, kApps[to_v], old_uid, ++killed);
+      ASSERT_FALSE(HasFatalFailure());
+    }
+    auto done = wait_for_object(
+        *client_, kStacks, ns_, kStack,
+        [&](const json::value& s) { return rolled_to(s, kApps[to_v]); }, kConvergeTimeout);
+    ASSERT_TRUE(done) << "rollout " << r << " to " << kApps[to_v] << ": " << done.error() << "\n"
+                      << describe_stack(*client_, ns_, kStack);
+    // The StatefulSet agrees: every replica ready on the revision the members report.
+    const auto revision = str_at(*done, "/status/roles/0/updateRevision");
+    const auto set_name = str_at(*done, "/status/roles/0/statefulSet");
+    auto set = wait_for_object(
+        *client_, kube::resources::kStatefulSets, ns_, set_name,
+        [&](const json::value& s) {
+          return rolled_out(s) && str_at(s, "/status/updateRevision") == revision;
+        },
+        30s);
+    EXPECT_TRUE(set) << "StatefulSet " << set_name << " not rolled out to " << revision << ": "
+                     << set.error();
+    // The pod watch may lag behind the Stack's status: until it saw every member's new pod
+    // Ready (replayed from the rollout's start, in the journal's own order).
+    std::map<std::string, PodState> now;
+    auto before = journal_.entries();
+    before.resize(begin);
+    for (const auto& e : before) replay(now, e);
+    auto settled = journal_.wait(
+        begin,
+        [&](const JournalEntry& e) {
+          replay(now, e);
+          return unavailable(now) == 0 &&
+                 std::none_of(old_uid.begin(), old_uid.end(), [&](const auto& u) {
+                   return now.count(u.first) != 0 && now.at(u.first).uid == u.second;
+                 });
+        },
+        10s);
+    EXPECT_TRUE(settled) << "the pod watch did not see every member move";
+    const std::size_t end = settled ? *settled + 1 : journal_.size();
+    std::cout << fmt::format("[ rollout ] rollout {} {} -> {}: {} kills, done in {:.1f} s\n", r,
+                             kApps[from_v], kApps[to_v], plan.size(), journal_.now() - started);
+    check_rollout(r, begin, end, from_v, to_v, old_uid);
+    begin_next = end;
+  }
+
+  // Never two members unavailable at once, from the first rollout to the end.
+  std::map<std::string, PodState> pods;
+  const auto entries = journal_.entries();
+  for (std::size_t i = 0; i < first; ++i) replay(pods, entries[i]);
+  int worst = unavailable(pods);
+  for (std::size_t i = first; i < entries.size(); ++i) {
+    replay(pods, entries[i]);
+    const int n = unavailable(pods);
+    EXPECT_LE(n, 1) << "two members unavailable at once at " << entries[i].describe();
+    worst = std::max(worst, n);
+  }
+  std::cout << fmt::format(
+      "[ rollout ] {} kills, {} rollouts, at most {} member unavailable at once, {:.1f} s in all\n",
+      killed, rollouts, worst, journal_.now());
+}
+
+}  // namespace
+}  // namespace kstack::testenv::e2e
