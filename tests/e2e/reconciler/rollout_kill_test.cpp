@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -127,10 +129,11 @@ struct Kill {
 
 // `count` distinct kill moments of one rollout (members move 3, 2, 1, 0), in order.
 std::vector<Kill> plan_kills(int count, std::mt19937& rng) {
-  std::vector<int> positions(kMembers * kMoments);
-  for (int i = 0; i < static_cast<int>(positions.size()); ++i) positions[i] = i;
+  constexpr int kPositions = kMembers * kMoments;
+  std::vector<int> positions(kPositions);
+  std::iota(positions.begin(), positions.end(), 0);
   std::shuffle(positions.begin(), positions.end(), rng);
-  positions.resize(static_cast<std::size_t>(std::min<int>(count, positions.size())));
+  positions.resize(static_cast<std::size_t>(std::clamp(count, 0, kPositions)));
   std::sort(positions.begin(), positions.end());
   std::vector<Kill> kills;
   for (int p : positions) {
@@ -289,9 +292,11 @@ class RolloutKillTest : public ReconcilerTest {
   }
 
   // Waits for the moment of `kill` (from journal index `from`), then SIGKILLs and restarts the
-  // operator; the index of the entry it acted on.
-  std::size_t kill_at(const Kill& kill, std::size_t from, const std::string& app,
-                      const std::map<std::string, std::string>& old_uid, int number) {
+  // operator; the index after the entry it acted on (nullopt, with a failure, when the event
+  // did not come or the operator had died on its own).
+  std::optional<std::size_t> kill_at(const Kill& kill, std::size_t from, const std::string& app,
+                                     const std::map<std::string, std::string>& old_uid,
+                                     int number) {
     const bool seen_already =
         journal_
             .wait(
@@ -304,12 +309,12 @@ class RolloutKillTest : public ReconcilerTest {
       ADD_FAILURE() << "no event for kill " << number << " (member " << kill.member << " "
                     << to_string(kill.moment) << ") in " << kEventTimeout.count() << " s\n"
                     << describe_stack(*client_, ns_, kStack);
-      return from;
+      return std::nullopt;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(kill.delay_ms));
     if (!running_.running()) {
       ADD_FAILURE() << "the operator died on its own: " << running_.how_it_ended();
-      return *at;
+      return std::nullopt;
     }
     running_.kill_now();
     std::cout << fmt::format("[ rollout ] kill {}: member {} {}{}, +{} ms: SIGKILL at {:.1f} s\n",
@@ -317,7 +322,10 @@ class RolloutKillTest : public ReconcilerTest {
                              seen_already ? " (seen while it waited for the Lease)" : "",
                              kill.delay_ms, journal_.now());
     start_operator();
-    if (!wait_leading()) ADD_FAILURE() << "the restarted operator does not lead";
+    if (!wait_leading()) {
+      ADD_FAILURE() << "the restarted operator does not lead";
+      return std::nullopt;
+    }
     return *at + 1;
   }
 
@@ -438,8 +446,9 @@ TEST_F(RolloutKillTest, KilledDuringRollingUpgradesEveryMemberStillMovesOnceInOr
 
     std::size_t cursor = begin;
     for (const auto& kill : plan) {
-      cursor = kill_at(kill, cursor, kApps[to_v], old_uid, ++killed);
-      ASSERT_FALSE(HasFatalFailure());
+      auto next = kill_at(kill, cursor, kApps[to_v], old_uid, ++killed);
+      ASSERT_TRUE(next) << "kill " << killed << " of rollout " << r;
+      cursor = *next;
     }
     auto done = wait_for_object(
         *client_, kStacks, ns_, kStack,
