@@ -58,7 +58,9 @@ enum class SetupStepKind {
   kReadConfigureStatus,  // configure.status (and the output tails when done)
   kCheckPackage,         // is the startscript installed
   kInstallPackage,       // fetch (configmap:// read here) and unpack the package
-  kStartConfigure,       // launch `startscript --configure` detached
+  kStartConfigure,       // launch `startscript --configure [arguments]` detached
+  kStageUpgrade,         // unpack the next AppType's package into /opt/kstack/upgrade
+  kPreupgrade,           // run /opt/kstack/upgrade/startscript --preupgrade ... (waits for it)
 };
 std::string_view to_string(SetupStepKind kind);
 
@@ -68,8 +70,10 @@ struct SetupStep {
   MemberTarget target;
   std::string configmeta;         // kWriteConfig
   std::string env;                // kWriteConfig
-  catalog::SetupPackage package;  // kInstallPackage
-  std::string package_namespace;  // kInstallPackage: where a configmap:// package is read
+  catalog::SetupPackage package;  // kInstallPackage, kStageUpgrade
+  std::string package_namespace;  // kInstallPackage, kStageUpgrade: where configmap:// is read
+  // kStartConfigure: extra arguments after --configure; kPreupgrade: all of startscript's.
+  std::vector<std::string> arguments;
   // The Stack's status.configGeneration the step was planned at: part of its outcome's key, so a
   // new configuration never reads an answer given for the old one.
   std::int64_t generation = 0;
@@ -82,6 +86,7 @@ struct SetupOutcome {
   std::string message;
   SetupRunner::ConfigureStatus status;  // kReadConfigureStatus
   bool installed = false;               // kCheckPackage
+  SetupRunner::RunResult run;           // kPreupgrade: the script's exit code and output tails
 };
 
 class SetupSteps {

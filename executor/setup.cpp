@@ -68,8 +68,10 @@ chmod 600 "$2.tmp" "$3.tmp" && mv -f "$2.tmp" "$2" && mv -f "$3.tmp" "$3" || exi
 constexpr std::string_view kInstalledScript = R"([ -x "$1" ] && echo yes || echo no)";
 
 // $1 dir, $2 scheme (file|http|stdin), $3 path or URL, $4 expected sha256 ("" = none),
-// $5 fetch timeout in seconds (http) or the byte count on stdin.
+// $5 fetch timeout in seconds (http) or the byte count on stdin, $6 "fresh" to empty the
+// directory first (a staged upgrade package; never the setup directory itself).
 constexpr std::string_view kInstallScript = R"(d=$1 src=$3 sum=$4
+if [ "$6" = fresh ]; then rm -rf "$d" || exit 96; fi
 mkdir -p "$d" || exit 96
 case $2 in
 file)
@@ -100,26 +102,31 @@ fi
 [ -x "$d/startscript" ] || exit 93
 )";
 
-// $1 dir, $2 container ID, $3 kConfigureScript. HUP ignored and a new session: nothing of the
-// exec's end reaches the script, which re-parents to the container's init.
+// $1 dir, $2 container ID, $3 kConfigureScript, then startscript's extra arguments. HUP
+// ignored and a new session: nothing of the exec's end reaches the script, which re-parents to
+// the container's init.
 constexpr std::string_view kStartConfigureScript =
     R"(cd "$1" 2>/dev/null && [ -x ./startscript ] || exit 93
-printf '%s\n' "$2" >configure.started.tmp && mv -f configure.started.tmp configure.started || exit 96
+c=$2 s=$3
+shift 3
+printf '%s\n' "$c" >configure.started.tmp && mv -f configure.started.tmp configure.started || exit 96
 if [ -f configure.status ]; then
-  case $(cat configure.status) in "$2="*) rm -f configure.status || exit 96 ;; esac
+  case $(cat configure.status) in "$c="*) rm -f configure.status || exit 96 ;; esac
 fi
 trap '' HUP
 if command -v setsid >/dev/null 2>&1; then
-  setsid sh -c "$3" kstack-configure "$2" </dev/null >/dev/null 2>&1 &
+  setsid sh -c "$s" kstack-configure "$c" "$@" </dev/null >/dev/null 2>&1 &
 else
-  sh -c "$3" kstack-configure "$2" </dev/null >/dev/null 2>&1 &
+  sh -c "$s" kstack-configure "$c" "$@" </dev/null >/dev/null 2>&1 &
 fi
 )";
 
-// $1 container ID; runs detached in the setup directory.
+// $1 container ID, then the extra arguments; runs detached in the setup directory.
 constexpr std::string_view kConfigureScript =
-    R"(./startscript --configure >configure.stdout 2>configure.stderr
-echo "$1=$?" >configure.status.tmp && mv -f configure.status.tmp configure.status
+    R"(c=$1
+shift
+./startscript --configure "$@" >configure.stdout 2>configure.stderr
+echo "$c=$?" >configure.status.tmp && mv -f configure.status.tmp configure.status
 )";
 
 // $1 dir, $2 tail bytes, $3 kSmallFileBytes. Prints "none" or "kstack-status" and 4 frames.
@@ -368,7 +375,7 @@ SetupResult<bool> SetupRunner::package_installed(const MemberTarget& member) {
 
 SetupResult<void> SetupRunner::install_package(const MemberTarget& member,
                                                const catalog::SetupPackage& package,
-                                               const std::string* payload) {
+                                               const std::string* payload, std::string_view dir) {
   const std::string& url = package.package_url;
   auto sum = expected_sha256(package);
   if (!sum) return tl::unexpected(sum.error());
@@ -380,10 +387,10 @@ SetupResult<void> SetupRunner::install_package(const MemberTarget& member,
       return invalid(
           fmt::format("package URL {} is not file:///<absolute path in the container>", url));
     }
-    step.args = {std::string(kSetupDir), "file", std::move(path), *sum, "0"};
+    step.args = {std::string(dir), "file", std::move(path), *sum, "0"};
   } else if (url.starts_with("http://") || url.starts_with("https://")) {
     const auto seconds = std::chrono::ceil<std::chrono::seconds>(options_.fetch_timeout).count();
-    step.args = {std::string(kSetupDir), "http", url, *sum, std::to_string(seconds)};
+    step.args = {std::string(dir), "http", url, *sum, std::to_string(seconds)};
     step.timeout = options_.fetch_timeout + options_.exec_timeout;
   } else if (url.starts_with("configmap://")) {
     if (payload == nullptr) {
@@ -401,13 +408,14 @@ SetupResult<void> SetupRunner::install_package(const MemberTarget& member,
             fmt::format("sha256 mismatch for {}: expected {}, got {}", url, *sum, actual));
       }
     }
-    step.args = {std::string(kSetupDir), "stdin", url, "", std::to_string(payload->size())};
+    step.args = {std::string(dir), "stdin", url, "", std::to_string(payload->size())};
     pieces.push_back(*payload);
   } else {
     return invalid(fmt::format(
         "package URL {} has an unsupported scheme (file://, http(s)://, configmap://)", url));
   }
 
+  step.args.push_back(dir == kSetupDir ? "" : "fresh");
   auto r = run_step(*client_, member, step, pieces);
   if (!r) return tl::unexpected(r.error());
   const std::string err = trimmed(r->stderr_data);
@@ -434,7 +442,7 @@ SetupResult<void> SetupRunner::install_package(const MemberTarget& member,
     case kUnpackFailed:
       return invalid(fmt::format("unpacking {} failed: {}", url, err));
     case kWriteFailed:
-      return invalid(fmt::format("cannot create {} in the container: {}", kSetupDir, err));
+      return invalid(fmt::format("cannot create {} in the container: {}", dir, err));
     case kNoSuchPackage:
       return invalid(fmt::format("{}: no such file in the container", url));
     default:
@@ -442,11 +450,13 @@ SetupResult<void> SetupRunner::install_package(const MemberTarget& member,
   }
 }
 
-SetupResult<void> SetupRunner::start_configure(const MemberTarget& member) {
+SetupResult<void> SetupRunner::start_configure(const MemberTarget& member,
+                                               const std::vector<std::string>& extra) {
   Step step{"start_configure",
             std::string(kStartConfigureScript),
             {std::string(kSetupDir), member.container_id, std::string(kConfigureScript)},
             options_.exec_timeout};
+  step.args.insert(step.args.end(), extra.begin(), extra.end());
   auto r = run_step(*client_, member, step);
   if (!r) return tl::unexpected(r.error());
   switch (r->exit_code) {
@@ -521,17 +531,17 @@ SetupResult<SetupRunner::ConfigureStatus> SetupRunner::configure_status(
 }
 
 SetupResult<SetupRunner::RunResult> SetupRunner::run_startscript(
-    const MemberTarget& member, const std::vector<std::string>& arguments) {
+    const MemberTarget& member, const std::vector<std::string>& arguments, std::string_view dir) {
   Step step{"run_startscript",
             with_emit(kRunScript),
-            {std::string(kSetupDir), std::to_string(options_.tail_bytes)},
+            {std::string(dir), std::to_string(options_.tail_bytes)},
             options_.notify_timeout,
             2 * options_.tail_bytes + kFrameSlack};
   step.args.insert(step.args.end(), arguments.begin(), arguments.end());
   auto r = run_step(*client_, member, step);
   if (!r) return tl::unexpected(r.error());
   if (r->exit_code == kNoStartScript) {
-    return invalid(fmt::format("no executable {}", kStartScript));
+    return invalid(fmt::format("no executable {}/startscript", dir));
   }
   if (r->exit_code != 0) return unexpected_exit(step, *r);
   FrameReader in(r->stdout_data);

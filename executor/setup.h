@@ -30,6 +30,9 @@ inline constexpr std::string_view kEnvPath = "/etc/kstack/env";
 inline constexpr std::string_view kSetupDir = "/opt/kstack/setup";
 inline constexpr std::string_view kStartScript = "/opt/kstack/setup/startscript";
 inline constexpr std::string_view kConfigureStatus = "/opt/kstack/setup/configure.status";
+// Where the package of the AppType a member is about to move to is unpacked for its
+// `startscript --preupgrade`, in the member's running (old) container.
+inline constexpr std::string_view kUpgradeDir = "/opt/kstack/upgrade";
 
 struct SetupOptions {
   std::chrono::milliseconds exec_timeout{30'000};    // each short step
@@ -67,12 +70,16 @@ class SetupRunner {
   // http(s):// (fetched in the container with curl, else wget), configmap:// (`payload` holds
   // the bytes the operator read from the ConfigMap; streamed over stdin). With `sha256` the
   // bytes are verified before unpacking (in the container for file/http, here for configmap).
+  // With `dir` (kUpgradeDir): unpacked there instead, into an emptied directory.
   SetupResult<void> install_package(const MemberTarget& member,
                                     const catalog::SetupPackage& package,
-                                    const std::string* payload = nullptr);
+                                    const std::string* payload = nullptr,
+                                    std::string_view dir = kSetupDir);
 
-  // Launches `startscript --configure` detached (setsid/nohup); returns at once.
-  SetupResult<void> start_configure(const MemberTarget& member);
+  // Launches `startscript --configure <extra...>` detached (setsid/nohup); returns at once.
+  // `extra`: e.g. {"--upgrade-from", "<AppType>"} when the member moved to a new template.
+  SetupResult<void> start_configure(const MemberTarget& member,
+                                    const std::vector<std::string>& extra = {});
 
   struct ConfigureStatus {
     enum class State { kNotStarted, kRunning, kDone } state = State::kNotStarted;
@@ -92,8 +99,10 @@ class SetupRunner {
   };
   // Runs `startscript <arguments...>` synchronously (bounded by notify_timeout), e.g.
   // {"--addnodes", "--role", "worker", "--fqdns", "a,b"}.
+  // `dir`: the directory whose startscript runs (kUpgradeDir for --preupgrade).
   SetupResult<RunResult> run_startscript(const MemberTarget& member,
-                                         const std::vector<std::string>& arguments);
+                                         const std::vector<std::string>& arguments,
+                                         std::string_view dir = kSetupDir);
 
  private:
   std::shared_ptr<kube::Client> client_;

@@ -46,7 +46,7 @@ const json::object* object_at(const json::object* obj, std::string_view key) {
 
 SetupOutcome failed(const SetupError& error, std::string_view step) {
   return SetupOutcome{
-      classify_setup_error(error), fmt::format("{}: {}", step, error.message), {}, false};
+      classify_setup_error(error), fmt::format("{}: {}", step, error.message), {}, false, {}};
 }
 
 // package_payload's errors: those it made itself (no HTTP answer, kInvalid) say the package
@@ -72,6 +72,10 @@ std::string_view to_string(SetupStepKind kind) {
       return "install the setup package";
     case SetupStepKind::kStartConfigure:
       return "start startscript --configure";
+    case SetupStepKind::kStageUpgrade:
+      return "stage the next setup package";
+    case SetupStepKind::kPreupgrade:
+      return "run startscript --preupgrade";
   }
   return "setup step";
 }
@@ -143,7 +147,8 @@ SetupOutcome SetupStepRunner::run(const SetupStep& step) {
       out.installed = *installed;
       return out;
     }
-    case SetupStepKind::kInstallPackage: {
+    case SetupStepKind::kInstallPackage:
+    case SetupStepKind::kStageUpgrade: {
       std::string payload;
       const bool from_configmap = step.package.package_url.starts_with("configmap://");
       if (from_configmap) {
@@ -151,15 +156,23 @@ SetupOutcome SetupStepRunner::run(const SetupStep& step) {
         if (!p) return failed(payload_error(p.error()), "read the setup package");
         payload = std::move(*p);
       }
+      const auto dir = step.kind == SetupStepKind::kStageUpgrade ? kUpgradeDir : kSetupDir;
       auto done =
-          runner_.install_package(target, step.package, from_configmap ? &payload : nullptr);
+          runner_.install_package(target, step.package, from_configmap ? &payload : nullptr, dir);
       if (!done) return failed(done.error(), fmt::format("install {}", step.package.package_url));
       return {};
     }
     case SetupStepKind::kStartConfigure: {
-      auto started = runner_.start_configure(target);
+      auto started = runner_.start_configure(target, step.arguments);
       if (!started) return failed(started.error(), to_string(step.kind));
       return {};
+    }
+    case SetupStepKind::kPreupgrade: {
+      auto ran = runner_.run_startscript(target, step.arguments, kUpgradeDir);
+      if (!ran) return failed(ran.error(), to_string(step.kind));
+      SetupOutcome out;
+      out.run = std::move(*ran);
+      return out;
     }
   }
   return {};

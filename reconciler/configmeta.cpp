@@ -183,8 +183,9 @@ json::object stack_json(const ConfigInput& in) {
   };
 }
 
-json::object node_json(const ConfigInput& in, const ConfigMember& self) {
-  return json::object{
+json::object node_json(const ConfigInput& in, const ConfigMember& self,
+                       const UpgradeFrom* upgrade) {
+  json::object node{
       {"role_id", self.role},
       {"nodegroup_id", kNodegroupId},
       {"id", std::to_string(self.node_id)},
@@ -194,6 +195,11 @@ json::object node_json(const ConfigInput& in, const ConfigMember& self) {
       {"distro_id", in.app->spec.distro_id},
       {"depends_on", json::object{}},
   };
+  if (upgrade != nullptr) {
+    node["upgrade_from"] =
+        json::object{{"app", upgrade->app}, {"revision", upgrade->revision}};
+  }
+  return node;
 }
 
 // A copy with every object's keys in byte order, so serialisation is canonical.
@@ -248,14 +254,16 @@ std::string member_domain(const ConfigInput& in) {
                      catalog::cluster_svc_domain_base(in.config));
 }
 
-json::value configmeta(const ConfigInput& in, const ConfigMember& self) {
+json::value configmeta(const ConfigInput& in, const ConfigMember& self,
+                       const UpgradeFrom* upgrade) {
   json::object out = stack_json(in);
-  out["node"] = node_json(in, self);
+  out["node"] = node_json(in, self, upgrade);
   return out;
 }
 
-std::string configmeta_text(const ConfigInput& in, const ConfigMember& self) {
-  return canonical_text(configmeta(in, self));
+std::string configmeta_text(const ConfigInput& in, const ConfigMember& self,
+                            const UpgradeFrom* upgrade) {
+  return canonical_text(configmeta(in, self, upgrade));
 }
 
 std::string config_fingerprint(const ConfigInput& in) {
@@ -290,7 +298,8 @@ std::string env_name_part(std::string_view id) {
   return out;
 }
 
-std::string env_file(const ConfigInput& in, const ConfigMember& self) {
+std::string env_file(const ConfigInput& in, const ConfigMember& self,
+                     const UpgradeFrom* upgrade) {
   assert(in.stack != nullptr && in.app != nullptr);
   const auto& app = *in.app;
   const auto groups = group_by_role(in);
@@ -307,6 +316,10 @@ std::string env_file(const ConfigInput& in, const ConfigMember& self) {
   assign(out, "KSTACK_DOMAIN", member_domain(in));
   assign(out, "KSTACK_DISTRO_ID", app.spec.distro_id);
   assign(out, "KSTACK_APP_VERSION", app.spec.version);
+  if (upgrade != nullptr) {
+    assign(out, "KSTACK_UPGRADE_FROM_APP", upgrade->app);
+    assign(out, "KSTACK_UPGRADE_FROM_REVISION", upgrade->revision);
+  }
 
   std::string roles;
   for (const auto& g : groups) roles += (roles.empty() ? "" : " ") + g.id;

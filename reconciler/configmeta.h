@@ -21,6 +21,8 @@
 //   KSTACK_ROLE_<R>_NODE_IDS per role with members: node ids, comma-separated (FQDNS order)
 //   KSTACK_SERVICE_<S>_PORT  per service of this member's role that has a port
 //   KSTACK_CONFIG_<K>        per AppType config.configMeta entry
+//   KSTACK_UPGRADE_FROM_APP, KSTACK_UPGRADE_FROM_REVISION
+//                            only while the member is set up after moving to a new template
 // <R>, <S>, <K> are the id or key upper-cased, every character other than A-Z and 0-9 turned
 // into `_` (role "data-node" -> KSTACK_ROLE_DATA_NODE_FQDNS). configMeta keys that are empty or
 // that map to the same name as another key are left out, as is any value holding a NUL byte
@@ -45,6 +47,14 @@ struct ConfigMember {
   std::int64_t node_id = 0;
 };
 
+// Given while a member is set up again after moving to a new template (docs/api.md
+// "Upgrades"): the AppType and StatefulSet revision its last setup finished in. configmeta's
+// node.upgrade_from and KSTACK_UPGRADE_FROM_APP / _REVISION carry them.
+struct UpgradeFrom {
+  std::string app;
+  std::string revision;
+};
+
 struct ConfigInput {
   const catalog::Stack* stack = nullptr;  // never null
   const catalog::AppType* app = nullptr;  // never null
@@ -65,12 +75,15 @@ std::string member_domain(const ConfigInput& in);
 
 // The configmeta document for `self` (one of in.members). Documents for two members of the same
 // input differ only in `node`.
-boost::json::value configmeta(const ConfigInput& in, const ConfigMember& self);
+boost::json::value configmeta(const ConfigInput& in, const ConfigMember& self,
+                              const UpgradeFrom* upgrade = nullptr);
 // configmeta serialised compactly with every object's keys sorted (as Go's encoding/json does
 // for maps), so equal inputs give equal bytes; ends with a newline.
-std::string configmeta_text(const ConfigInput& in, const ConfigMember& self);
+std::string configmeta_text(const ConfigInput& in, const ConfigMember& self,
+                            const UpgradeFrom* upgrade = nullptr);
 // The content of /etc/kstack/env for `self` (see the top of this file).
-std::string env_file(const ConfigInput& in, const ConfigMember& self);
+std::string env_file(const ConfigInput& in, const ConfigMember& self,
+                     const UpgradeFrom* upgrade = nullptr);
 
 // SHA-256 (lowercase hex) of what configmeta says about the stack — everything but `node` — and
 // of the version of these file formats. Equal for every member of one input; it moves when

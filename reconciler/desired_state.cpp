@@ -107,6 +107,11 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
   for (auto& [k, v] : common_labels(stack, app, role.id)) pod_labels[k] = v;
   json::object pod_annotations =
       merged({config ? &config->spec.pod_annotations : nullptr, &role.pod_annotations});
+  pod_annotations[kAnnotationApp] = app.metadata.name;
+  if (const auto package = catalog::role_package(app, app_role)) {
+    pod_annotations[kAnnotationSetupPackage] =
+        package->package_url + (package->sha256 ? "@" + *package->sha256 : std::string());
+  }
 
   json::object container{{"name", kContainerName}, {"image", image}};
   if (!ports.empty()) container["ports"] = ports;
@@ -138,13 +143,17 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
   if (!role.service_account_name.empty())
     pod_spec["serviceAccountName"] = role.service_account_name;
 
-  json::object template_md{{"labels", std::move(pod_labels)}};
-  if (!pod_annotations.empty()) template_md["annotations"] = std::move(pod_annotations);
+  json::object template_md{{"labels", std::move(pod_labels)},
+                           {"annotations", std::move(pod_annotations)}};
 
+  // kstack moves the partition (plan_rollout.cpp): members below it keep their template until
+  // kstack lets them go, one at a time.
   json::object spec{
       {"replicas", replicas},
       {"serviceName", headless},
       {"podManagementPolicy", "Parallel"},
+      {"updateStrategy",
+       {{"type", "RollingUpdate"}, {"rollingUpdate", {{"partition", 0}}}}},
       {"selector", {{"matchLabels", selector}}},
       {"template", {{"metadata", std::move(template_md)}, {"spec", std::move(pod_spec)}}}};
   if (has_storage) {

@@ -22,6 +22,13 @@ inline constexpr std::string_view kLabelStack = "kstack.io/stack";
 inline constexpr std::string_view kLabelRole = "kstack.io/role";
 // Set by the StatefulSet controller on each pod; member Services select on it.
 inline constexpr std::string_view kLabelPodName = "statefulset.kubernetes.io/pod-name";
+// Set by the StatefulSet controller on each pod: the revision of the template it was made from.
+inline constexpr std::string_view kLabelRevision = "controller-revision-hash";
+// On the pod template: the AppType the template was made from, and the role's setup package
+// (URL, "@sha256" when pinned). A new AppType or package alone changes the template, so the
+// members roll to it (docs/api.md "Upgrades").
+inline constexpr std::string_view kAnnotationApp = "kstack.io/app";
+inline constexpr std::string_view kAnnotationSetupPackage = "kstack.io/setup-package";
 // The single container of every member pod.
 inline constexpr std::string_view kContainerName = "app";
 // Writable emptyDirs every member container gets, so that any image, root or not, can be set

@@ -55,6 +55,36 @@ void plan_blocked(Planning& p, std::string_view reason, const std::string& msg) 
   if (!same_status(st, p.snap.old_status)) p.event("Warning", reason, "Reconcile", msg);
 }
 
+// Progressing while the Stack is not Ready: a rollout stopped (UpgradeFailed) or held
+// (Paused) is False; a rollout, creation, scaling or recovery under way is True.
+void plan_progressing(Planning& p, bool never_ready, const std::string& summary) {
+  auto& st = p.st();
+  const auto gen = st.observed_generation;
+  const auto& now = p.snap.now;
+  if (!p.rollout_failure.empty()) {
+    set_condition(st.conditions, kConditionProgressing, "False", kReasonUpgradeFailed,
+                  fmt::format("rollout stopped: {}; nothing else moves until the spec changes "
+                              "(revert it, or fix forward)",
+                              p.rollout_failure),
+                  gen, now);
+  } else if (p.rolling && p.stack().spec.paused) {
+    set_condition(st.conditions, kConditionProgressing, "False", kReasonPaused,
+                  fmt::format("rollout paused by spec.paused ({} members updated)",
+                              st.update_summary),
+                  gen, now);
+  } else if (p.rolling) {
+    set_condition(st.conditions, kConditionProgressing, "True", kReasonRollingUpdate,
+                  fmt::format("{} members updated{}{}", st.update_summary,
+                              p.rollout_progress.empty() ? "" : "; ", p.rollout_progress),
+                  gen, now);
+  } else {
+    const auto reason = never_ready                    ? kReasonCreating
+                        : p.rollup.membership_changing ? kReasonScaling
+                                                       : kReasonRecovering;
+    set_condition(st.conditions, kConditionProgressing, "True", reason, summary, gen, now);
+  }
+}
+
 // Ready, Progressing and the stack state from the members; then Degraded from the causes.
 void plan_state(Planning& p, bool all_ready) {
   auto& st = p.st();
@@ -66,18 +96,17 @@ void plan_state(Planning& p, bool all_ready) {
                   now);
     set_condition(st.conditions, kConditionProgressing, "False", kReasonStable,
                   "every member is as the spec asks", gen, now);
+  } else if (p.rolling && p.ready == p.wanted) {
+    set_condition(st.conditions, kConditionReady, "False", kReasonRollingUpdate,
+                  fmt::format("{}; {} run the current template", summary, st.update_summary),
+                  gen, now);
   } else {
     set_condition(st.conditions, kConditionReady, "False", kReasonMembersNotReady, summary, gen,
                   now);
   }
   const auto& old_state = p.snap.old_status.state;
   const bool never_ready = old_state.empty() || old_state == catalog::kStackCreating;
-  if (!all_ready) {
-    const auto reason = never_ready                    ? kReasonCreating
-                        : p.rollup.membership_changing ? kReasonScaling
-                                                       : kReasonRecovering;
-    set_condition(st.conditions, kConditionProgressing, "True", reason, summary, gen, now);
-  }
+  if (!all_ready) plan_progressing(p, never_ready, summary);
   p.out.status_base = st;
   set_degraded(st, p.degraded, now);
   p.out.degraded = p.degraded;
@@ -95,10 +124,13 @@ void plan_state(Planning& p, bool all_ready) {
 
 void plan_conditions(Planning& p) {
   auto& st = p.st();
+  st.updated_members = 0;
+  for (const auto& role : p.roles) st.updated_members += role.status.updated_members;
   st.roles = leaving_roles(p);
   st.desired_members = p.wanted;
   st.ready_members = p.ready;
   st.member_summary = fmt::format("{}/{}", p.ready, p.wanted);
+  st.update_summary = fmt::format("{}/{}", st.updated_members, p.wanted);
   for (const auto& role : p.roles) {
     const auto sts = live(p.snap.owned.stateful_sets, role.desired->stateful_set_name);
     if (!sts || replicas_of(*sts) != role.desired->replicas) p.rollup.membership_changing = true;
@@ -112,7 +144,7 @@ void plan_conditions(Planning& p) {
     }
   }
   st.member_state_rollup = p.rollup;
-  const bool all_ready = p.ready == p.wanted && !p.rollup.membership_changing;
+  const bool all_ready = p.ready == p.wanted && !p.rollup.membership_changing && !p.rolling;
   plan_state(p, all_ready);
   p.out.result = p.waiting || !all_ready ? WorkResult::requeue_after(p.snap.poll_interval)
                                          : WorkResult::success();
@@ -145,7 +177,9 @@ void plan_running(Planning& p) {
   plan_objects(p);
   plan_claims(p);
   plan_member_states(p);
+  plan_rollout(p);
   plan_announce(p);
+  plan_upgrade_notices(p);
   plan_notifications(p);
   plan_conditions(p);
   p.desired = nullptr;  // `desired` ends here; the plan holds copies of what it needs

@@ -44,6 +44,7 @@ struct RolePlan {
   catalog::RoleStatus status;                  // members in the spec
   std::vector<catalog::MemberStatus> leaving;  // delete_pending / deleting
   std::int64_t replicas = 0;                   // what the StatefulSet gets this pass
+  std::int64_t partition = 0;                  // what the StatefulSet gets this pass
 };
 
 struct Planning {
@@ -76,6 +77,13 @@ struct Planning {
   std::map<std::string, const catalog::RoleStatus*> previous_roles;  // by role id
   std::vector<RolePlan> roles;
   std::set<std::string> wanted_sets;
+  // Members set up again this pass after moving to a new template, by role (their FQDNs):
+  // --upgradenodes for the others.
+  std::map<std::string, std::vector<std::string>> upgraded;
+  // The rollout over all roles (plan_rollout.cpp), for the conditions.
+  bool rolling = false;          // some member does not run its role's template yet
+  std::string rollout_failure;   // why the rollout stopped (UpgradeFailed), "" when it did not
+  std::string rollout_progress;  // which member moves now, for Progressing's message
   catalog::MemberStateRollup rollup;
   std::int64_t ready = 0;
   std::int64_t wanted = 0;
@@ -87,11 +95,22 @@ void plan_member_states(Planning& p);
 std::vector<catalog::RoleStatus> leaving_roles(Planning& p);
 // plan_objects.cpp
 void plan_objects(Planning& p);
+// The role's StatefulSet with role.replicas and role.partition.
+void plan_stateful_set(Planning& p, const RolePlan& role);
+void add_delete(Planning& p, const kube::ResourceType& type, const informer::ObjectPtr& live,
+                std::string_view why);
+// plan_rollout.cpp: each role's partition (who may move to a new template now), the members'
+// --preupgrade hooks, the pods of reverted hooks, the rollout's status; then the StatefulSets.
+void plan_rollout(Planning& p);
+void plan_upgrade_notices(Planning& p);
 void plan_claims(Planning& p);
 void plan_cleanup(Planning& p);
 void add_apply(Planning& p, const kube::ResourceType& type, const boost::json::value& desired,
                const informer::ObjectPtr& live);
 // plan_setup.cpp
+// The end of a script's output, from its first whole character: `tail -c` in the container and
+// the cut here may start inside one, and the API server would store that byte as U+FFFD.
+std::string last_lines(std::string_view text, std::size_t max_bytes);
 // The member's setup finished in container `cid` (it is `ready`, or `creating` until its pod is
 // Ready): it is not set up again while that container runs.
 bool configured_member(const catalog::MemberStatus& m, std::string_view cid);

@@ -186,6 +186,8 @@ void plan_member_states(Planning& p) {
       const auto pod = view_pod(live(p.snap.owned.pods, m.pod).get());
       m.state_detail.last_known_container_state = pod.container_state;
       m.state_detail.scheduling_error_message = pod.unschedulable ? pod.scheduling_message : "";
+      m.template_revision = pod.revision;
+      m.app = pod.app;
       plan_member_setup(p, role, m, pod);
       if (m.state == catalog::kMemberReady) {
         ++p.ready;

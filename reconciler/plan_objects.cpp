@@ -134,6 +134,8 @@ ObjectEvent apply_event(const Planning& p, const kube::ResourceType& type,
           fmt::format("{} {} restored to its desired state ({})", type.kind, name, diff)};
 }
 
+}  // namespace
+
 void add_delete(Planning& p, const kube::ResourceType& type, const ObjectPtr& live,
                 std::string_view why) {
   if (is_deleting(*live)) return;  // already on its way
@@ -142,6 +144,8 @@ void add_delete(Planning& p, const kube::ResourceType& type, const ObjectPtr& li
   w.event = {"Deleted", "Delete", fmt::format("{} {} deleted: {}", type.kind, name, why)};
   p.out.writes.push_back(std::move(w));
 }
+
+namespace {
 
 void add_retain(Planning& p, const ObjectPtr& pvc, std::string_view policy) {
   json::object labels;
@@ -159,7 +163,9 @@ void add_retain(Planning& p, const ObjectPtr& pvc, std::string_view policy) {
   p.out.writes.push_back(std::move(w));
 }
 
-// The StatefulSet of one role, its replicas as this pass wants them.
+}  // namespace
+
+// The StatefulSet of one role, its replicas and partition as this pass wants them.
 void plan_stateful_set(Planning& p, const RolePlan& role) {
   const auto& desired = *role.desired;
   const auto sts = live(p.snap.owned.stateful_sets, desired.stateful_set_name);
@@ -168,7 +174,9 @@ void plan_stateful_set(Planning& p, const RolePlan& role) {
     return;
   }
   json::value wanted = desired.stateful_set;
-  wanted.as_object()["spec"].as_object()["replicas"] = role.replicas;
+  auto& spec = wanted.as_object()["spec"].as_object();
+  spec["replicas"] = role.replicas;
+  spec["updateStrategy"].as_object()["rollingUpdate"].as_object()["partition"] = role.partition;
   // kstack itself moves replicas when the member count it reported last differs (a spec
   // change, or the end of a delete_pending hold); otherwise a difference is drift.
   std::int64_t reported = 0;
@@ -180,6 +188,8 @@ void plan_stateful_set(Planning& p, const RolePlan& role) {
   p.scaling = sts && replicas_of(*sts) != role.replicas && reported != role.replicas;
   add_apply(p, res::kStatefulSets, wanted, sts);
 }
+
+namespace {
 
 // The claim of a member in the spec: adopted, or why it cannot be.
 void plan_member_claim(Planning& p, const RolePlan& role, const catalog::MemberStatus& m) {
@@ -248,7 +258,6 @@ void plan_objects(Planning& p) {
         wanted_services.insert(m.service);  // kept until the member is really going
       }
     }
-    plan_stateful_set(p, role);
   }
   for (const auto& svc : desired.member_services) {
     const auto name = str_at(svc, "/metadata/name");

@@ -17,10 +17,6 @@ using executor::SetupOutcome;
 using executor::SetupStep;
 using executor::SetupStepKind;
 
-namespace {
-
-// The end of a script's output, from its first whole character: `tail -c` in the container and
-// the cut here may start inside one, and the API server would store that byte as U+FFFD.
 std::string last_lines(std::string_view text, std::size_t max_bytes) {
   if (text.size() > max_bytes) text = text.substr(text.size() - max_bytes);
   std::size_t start = 0;
@@ -30,6 +26,8 @@ std::string last_lines(std::string_view text, std::size_t max_bytes) {
   }
   return std::string(text.substr(start));
 }
+
+namespace {
 
 std::string cmd_text(const std::vector<std::string>& args) {
   return fmt::format("startscript {}", fmt::join(args, " "));
@@ -44,7 +42,17 @@ struct MemberSetup {
   bool pod_ready = false;      // the pod is Running and Ready (its readiness probe passes)
   std::vector<SetupKey> used;  // outcomes this pass read for the member
   bool continues = false;      // a step was started or is in flight
+  const PodView& pod;
   executor::MemberTarget target() const { return {p.snap.ns(), m.pod, cid}; }
+
+  // The member's last setup finished in another template revision than its pod runs: it moved
+  // (an upgrade, or a rollback) and is set up again with `--configure --upgrade-from`, its
+  // package installed anew even when a startscript is there.
+  bool upgrading() const {
+    const auto& d = m.state_detail;
+    return !d.last_configured_revision.empty() && !pod.revision.empty() &&
+           d.last_configured_revision != pod.revision;
+  }
 
   // The outcome of `kind`, or nullptr while it runs (started now, or still in flight).
   const SetupOutcome* step(SetupStepKind kind) {
@@ -67,6 +75,9 @@ struct MemberSetup {
       s.package = *role.package;
       s.package_namespace = p.app->namespace_name;
     }
+    if (kind == SetupStepKind::kStartConfigure && upgrading()) {
+      s.arguments = {"--upgrade-from", m.state_detail.last_configured_app};
+    }
     p.out.setup_steps.push_back(std::move(s));
     return nullptr;
   }
@@ -85,8 +96,11 @@ struct MemberSetup {
     }
     ConfigInput in{&p.stack(), &p.app->app, p.config, p.desired->headless_service_name, members};
     const ConfigMember self{role.id, m.pod, p.desired->fqdn(m.pod), m.node_id};
-    s.configmeta = configmeta_text(in, self);
-    s.env = env_file(in, self);
+    const UpgradeFrom from{m.state_detail.last_configured_app,
+                           m.state_detail.last_configured_revision};
+    const UpgradeFrom* upgrade = upgrading() ? &from : nullptr;
+    s.configmeta = configmeta_text(in, self, upgrade);
+    s.env = env_file(in, self, upgrade);
   }
 
   // Configmeta current for this pass's members: true when written (now or before).
@@ -116,7 +130,9 @@ struct MemberSetup {
     p.waiting = true;
   }
   void configured(std::string_view how) {
+    if (upgrading()) p.upgraded[role.id].push_back(p.desired->fqdn(m.pod));
     m.state_detail.last_configured_container = cid;
+    record_revision();
     p.event("Normal", "Configured", "Setup",
             fmt::format("member {} (container {}) {}{}", m.pod, cid, how,
                         pod_ready ? "" : "; waiting for the pod to be Ready"));
@@ -133,6 +149,13 @@ struct MemberSetup {
           "Warning", "NotReady", "Setup",
           fmt::format("member {} (container {}) is set up but its pod is not Ready", m.pod, cid));
     }
+  }
+
+  // What the member's setup finished in: its template revision and AppType.
+  void record_revision() {
+    auto& d = m.state_detail;
+    d.last_configured_revision = pod.revision;
+    d.last_configured_app = pod.app.empty() ? p.stack().spec.app : pod.app;
   }
 
   void refresh();
@@ -182,7 +205,8 @@ void MemberSetup::after_status(const SetupOutcome& out) {
     m.state_detail.start_script_stderr_message = last_lines(status.stderr_tail, 2048);
     return config_error(fmt::format("startscript --configure exited {}", status.exit_code));
   }
-  if (status.state == State::kDone && status.exit_code == 0 && role.desired->setup_dir_persisted) {
+  if (status.state == State::kDone && status.exit_code == 0 && role.desired->setup_dir_persisted &&
+      !upgrading()) {
     // An earlier container of this member finished configure and the setup directory is
     // persisted on the member's PVC: the app is configured; do not run it again. (Kept only
     // in kstack's emptyDir, it survived a container restart: configure runs again.)
@@ -198,10 +222,14 @@ void MemberSetup::after_status(const SetupOutcome& out) {
 }
 
 void MemberSetup::install_and_configure() {
-  const auto* installed = step(SetupStepKind::kCheckPackage);
-  if (installed == nullptr) return;
-  if (installed->kind != SetupOutcome::Kind::kDone) return failed(*installed);
-  if (!installed->installed) {
+  bool installed_already = false;
+  if (!upgrading()) {
+    const auto* installed = step(SetupStepKind::kCheckPackage);
+    if (installed == nullptr) return;
+    if (installed->kind != SetupOutcome::Kind::kDone) return failed(*installed);
+    installed_already = installed->installed;
+  }
+  if (!installed_already) {
     const auto* done = step(SetupStepKind::kInstallPackage);
     if (done == nullptr) return;
     if (done->kind != SetupOutcome::Kind::kDone) return failed(*done);
@@ -247,9 +275,11 @@ void plan_member_setup(Planning& p, const RolePlan& role, MemberStatus& m, const
     m.state = std::string(catalog::kMemberCreating);
     return;
   }
-  MemberSetup setup{p, role, m, cid, pod.running_ready, {}, false};
+  MemberSetup setup{p, role, m, cid, pod.running_ready, {}, false, pod};
   if (configured_member(m, cid)) {
     const bool was_ready = m.state == catalog::kMemberReady;
+    // Set up before kstack recorded revisions: what it runs now is what it was set up in.
+    if (d.last_configured_revision.empty()) setup.record_revision();
     setup.refresh();
     setup.gate(was_ready);
   } else if (m.state != catalog::kMemberConfigError || d.configuring_container != cid) {

@@ -33,6 +33,13 @@ PodView view_pod(const json::value* pod) {
     return view;
   }
   view.exists = true;
+  view.uid = str(at(*pod, "/metadata/uid"));
+  if (const auto* l = at(*pod, "/metadata/labels"); l != nullptr && l->is_object()) {
+    view.revision = str(l->as_object().if_contains(kLabelRevision));
+  }
+  if (const auto* a = at(*pod, "/metadata/annotations"); a != nullptr && a->is_object()) {
+    view.app = str(a->as_object().if_contains(kAnnotationApp));
+  }
   view.deleting = at(*pod, "/metadata/deletionTimestamp") != nullptr &&
                   !at(*pod, "/metadata/deletionTimestamp")->is_null();
   bool ready = false;

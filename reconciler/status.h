@@ -34,6 +34,9 @@ inline constexpr std::string_view kReasonScaling = "Scaling";
 inline constexpr std::string_view kReasonRecovering = "Recovering";
 inline constexpr std::string_view kReasonStable = "Stable";
 inline constexpr std::string_view kReasonBlocked = "Blocked";
+inline constexpr std::string_view kReasonRollingUpdate = "RollingUpdate";
+inline constexpr std::string_view kReasonUpgradeFailed = "UpgradeFailed";
+inline constexpr std::string_view kReasonPaused = "Paused";
 
 // What the member's pod says, from the cache (nullptr pod = no pod).
 struct PodView {
@@ -46,6 +49,9 @@ struct PodView {
   std::string container_id;     // of container "app", "" before it started
   std::string container_state;  // running | waiting | terminated | absent
   std::int64_t restart_count = 0;
+  std::string uid;
+  std::string revision;  // label controller-revision-hash: the StatefulSet revision it runs
+  std::string app;       // annotation kstack.io/app: the AppType its template came from
 };
 PodView view_pod(const boost::json::value* pod);
 

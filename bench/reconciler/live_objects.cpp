@@ -92,6 +92,7 @@ json::value pod(const catalog::Stack& stack, const reconciler::DesiredRole& role
                 std::uint64_t& serial) {
   const auto& tmpl = sts.at("spec").at("template").as_object();
   json::object labels = tmpl.at("metadata").at("labels").as_object();
+  const auto* annotations = tmpl.at("metadata").as_object().if_contains("annotations");
   labels["controller-revision-hash"] = fmt::format("{}-7d9c8b6f5", role.stateful_set_name);
   labels[std::string(reconciler::kLabelPodName)] = member.pod;
   json::object spec = tmpl.at("spec").as_object();
@@ -118,6 +119,7 @@ json::value pod(const catalog::Stack& stack, const reconciler::DesiredRole& role
         {"generateName", role.stateful_set_name + "-"},
         {"namespace", stack.metadata.namespace_name},
         {"labels", std::move(labels)},
+        {"annotations", annotations != nullptr ? *annotations : json::object{}},
         {"ownerReferences", json::array{json::object{{"apiVersion", "apps/v1"},
                                                      {"kind", "StatefulSet"},
                                                      {"name", role.stateful_set_name},

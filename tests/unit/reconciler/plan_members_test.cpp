@@ -167,7 +167,7 @@ const MemberCase kCases[] = {
      [](World& w, FakeSetup& s) {
        forget_status(w);
        s.per_member[{kPod, SetupStepKind::kWriteConfig}] = SetupOutcome{
-           SetupOutcome::Kind::kConfigError, "write /etc/kstack: read-only", {}, false};
+           SetupOutcome::Kind::kConfigError, "write /etc/kstack: read-only", {}, false, {}};
      },
      catalog::kMemberConfigError,
      [](const World& w, const Plan& p, const FakeSetup&) {
@@ -179,7 +179,7 @@ const MemberCase kCases[] = {
      [](World& w, FakeSetup& s) {
        forget_status(w);
        s.per_member[{kPod, SetupStepKind::kReadConfigureStatus}] =
-           SetupOutcome{SetupOutcome::Kind::kRetry, "read configure.status: timeout", {}, false};
+           SetupOutcome{SetupOutcome::Kind::kRetry, "read configure.status: timeout", {}, false, {}};
      },
      catalog::kMemberCreating,
      [](const World&, const Plan& p, const FakeSetup& s) {
@@ -241,7 +241,7 @@ const MemberCase kCases[] = {
      [](World& w, FakeSetup& s) {
        w.set_members("server", 2);
        s.per_member[{kPod, SetupStepKind::kWriteConfig}] =
-           SetupOutcome{SetupOutcome::Kind::kConfigError, "write /etc/kstack: full", {}, false};
+           SetupOutcome{SetupOutcome::Kind::kConfigError, "write /etc/kstack: full", {}, false, {}};
      },
      catalog::kMemberReady,
      [](const World& w, const Plan& p, const FakeSetup&) {

@@ -101,7 +101,7 @@ TEST(PlanSetupAsync, ARetryableFailureIsConsumedSoALaterPassStartsTheStepAfresh)
   const auto first = plan(w.snapshot());
   const auto write = setup_key(*started(first, kPod, SetupStepKind::kWriteConfig));
   w.setup_outcomes[write] =
-      done(SetupOutcome{SetupOutcome::Kind::kRetry, "exec: connection reset", {}, {}});
+      done(SetupOutcome{SetupOutcome::Kind::kRetry, "exec: connection reset", {}, {}, {}});
   const auto p = plan(w.snapshot());
   EXPECT_TRUE(started_for(p, kPod).empty());
   EXPECT_EQ(member_state(p, kPod), "creating");

@@ -193,7 +193,7 @@ TEST(PlanSetup, AMemberWhoseConfigmetaIsNotCurrentIsNotNotifiedYet) {
   g.w.accept(g.p);
   auto failing = configured();
   failing.per_member[{"db-server-0", SetupStepKind::kWriteConfig}] = executor::SetupOutcome{
-      executor::SetupOutcome::Kind::kRetry, "write /etc/kstack: timeout", {}, false};
+      executor::SetupOutcome::Kind::kRetry, "write /etc/kstack: timeout", {}, false, {}};
   g.w.set_members("server", 6);  // membership moves: configmeta must be rewritten first
   g.w.converge();
   const auto p = pass(g.w, failing);

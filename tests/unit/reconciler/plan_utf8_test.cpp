@@ -97,7 +97,8 @@ TEST(PlanUtf8, AStartscriptsOutputTailStartsAtACharacter) {
                              "",
                              {executor::SetupRunner::ConfigureStatus::State::kDone,
                               w.container_of("db-server-0"), 1, tail, tail},
-                             false};
+                             false,
+                             {}};
   const auto p = pass(w, failing);
   const auto& d = w.member(p, "db-server-0")->state_detail;
   EXPECT_TRUE(valid_utf8(d.start_script_stderr_message));

@@ -106,7 +106,15 @@ TEST(Conditions, TransitionTimeMovesOnlyWhenTheStatusChanges) {
 TEST(Status, SameStatusSeesEveryField) {
   catalog::StackStatus a;
   a.state = "ready";
-  a.roles.push_back({"r", "s-r", {catalog::MemberStatus{"s-r-0", "s-r-0", "", 1, "ready", {}}}});
+  catalog::MemberStatus member;
+  member.pod = member.service = "s-r-0";
+  member.node_id = 1;
+  member.state = "ready";
+  catalog::RoleStatus role;
+  role.id = "r";
+  role.stateful_set = "s-r";
+  role.members.push_back(member);
+  a.roles.push_back(role);
   auto b = a;
   EXPECT_TRUE(same_status(a, b));
   b.roles[0].members[0].state_detail.last_known_container_state = "running";
