@@ -86,6 +86,19 @@ std::optional<FoundApp> Catalog::find_app(const Stack& stack) const {
   return find_app(stack.metadata.namespace_name, stack.spec.app, where);
 }
 
+std::vector<AppType> Catalog::apps_in(std::string_view namespace_name) const {
+  std::vector<AppType> out;
+  if (stores_.apptypes == nullptr) return out;
+  for (const auto& obj : stores_.apptypes->list()) {
+    if (informer::object_namespace(*obj) != namespace_name) continue;
+    FieldErrors ignored;
+    out.push_back(decode_apptype(*obj, ignored));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const AppType& a, const AppType& b) { return a.metadata.name < b.metadata.name; });
+  return out;
+}
+
 std::vector<informer::ObjectPtr> Catalog::stacks_using(std::string_view app_namespace,
                                                        std::string_view app_name) const {
   if (stores_.stacks == nullptr) return {};

@@ -63,6 +63,10 @@ class Catalog {
                                    std::optional<std::string_view> app_catalog = {}) const;
   std::optional<FoundApp> find_app(const Stack& stack) const;
 
+  // Every AppType of one namespace, sorted by name (what may be upgraded to what is decided
+  // among them: upgradeFrom names AppTypes of the same namespace).
+  std::vector<AppType> apps_in(std::string_view namespace_name) const;
+
   // Stacks whose AppType is app_namespace/app_name, sorted by key.
   std::vector<informer::ObjectPtr> stacks_using(std::string_view app_namespace,
                                                 std::string_view app_name) const;

@@ -157,6 +157,7 @@ AppType decode_apptype(const json::value& object, FieldErrors& errors) {
   s.label = decode_label(*spec, "spec", d, /*name_required=*/true);
   s.distro_id = d.string(*spec, "distroID", "spec", true).value_or("");
   s.version = d.string(*spec, "version", "spec", true).value_or("");
+  s.upgrade_from = d.strings(*spec, "upgradeFrom", "spec").value_or(std::vector<std::string>{});
   s.config_schema_version = d.integer(*spec, "configSchemaVersion", "spec", true);
   s.default_image_repo_tag = d.string(*spec, "defaultImageRepoTag", "spec");
   s.default_config_package = decode_package(*spec, "defaultConfigPackage", "spec", d);

@@ -40,6 +40,7 @@ StackRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
   r.service_labels = d.string_map(o, "serviceLabels", p);
   r.service_annotations = d.string_map(o, "serviceAnnotations", p);
   r.service_account_name = d.string(o, "serviceAccountName", p).value_or("");
+  r.max_unavailable = d.integer(o, "maxUnavailable", p);
   return r;
 }
 
@@ -61,6 +62,7 @@ Stack decode_stack(const json::value& object, FieldErrors& errors) {
     s.spec.app_catalog = d.string(*spec, "appCatalog", "spec");
     s.spec.service_type = d.string(*spec, "serviceType", "spec");
     s.spec.naming_scheme = d.string(*spec, "namingScheme", "spec");
+    s.spec.paused = d.boolean(*spec, "paused", "spec").value_or(false);
     if (const auto* pr = d.object(*spec, "persistentVolumeClaimRetentionPolicy", "spec")) {
       const std::string pp = "spec.persistentVolumeClaimRetentionPolicy";
       s.spec.pvc_retention.when_scaled = d.string(*pr, "whenScaled", pp);

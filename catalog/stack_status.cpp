@@ -53,6 +53,8 @@ MemberStatus decode_member(const json::object& o, const std::string& p, Decoder&
   m.pvc = d.string(o, "pvc", p).value_or("");
   m.node_id = d.integer(o, "nodeID", p).value_or(0);
   m.state = d.string(o, "state", p).value_or("");
+  m.template_revision = d.string(o, "templateRevision", p).value_or("");
+  m.app = d.string(o, "app", p).value_or("");
   if (const auto* sd = d.object(o, "stateDetail", p)) {
     std::string sp = child_path(p, "stateDetail");
     auto& s = m.state_detail;
@@ -67,6 +69,14 @@ MemberStatus decode_member(const json::object& o, const std::string& p, Decoder&
     s.start_script_stderr_message = d.string(*sd, "startScriptStderrMessage", sp).value_or("");
     s.scheduling_error_message = d.string(*sd, "schedulingErrorMessage", sp).value_or("");
     s.last_notify_error = d.string(*sd, "lastNotifyError", sp).value_or("");
+    s.last_configured_revision = d.string(*sd, "lastConfiguredRevision", sp).value_or("");
+    s.last_configured_app = d.string(*sd, "lastConfiguredApp", sp).value_or("");
+    s.preupgrade_revision = d.string(*sd, "preupgradeRevision", sp).value_or("");
+    s.preupgrade_container = d.string(*sd, "preupgradeContainer", sp).value_or("");
+    s.preupgrade_succeeded = d.boolean(*sd, "preupgradeSucceeded", sp).value_or(false);
+    s.upgrade_error = d.string(*sd, "upgradeError", sp).value_or("");
+    s.preupgrade_stdout = d.string(*sd, "preupgradeStdout", sp).value_or("");
+    s.preupgrade_stderr = d.string(*sd, "preupgradeStderr", sp).value_or("");
   }
   return m;
 }
@@ -76,6 +86,9 @@ RoleStatus decode_role(const json::object& o, const std::string& p, Decoder& d) 
   r.id = d.string(o, "id", p).value_or("");
   r.stateful_set = d.string(o, "statefulSet", p).value_or("");
   r.members = decode_items<MemberStatus>(o, "members", p, d, decode_member);
+  r.update_revision = d.string(o, "updateRevision", p).value_or("");
+  r.updated_members = d.integer(o, "updatedMembers", p).value_or(0);
+  r.partition = d.integer(o, "partition", p).value_or(0);
   return r;
 }
 
@@ -87,6 +100,9 @@ void put(json::object& o, std::string_view key, std::int64_t v) {
 }
 void put(json::object& o, std::string_view key, const std::optional<std::int64_t>& v) {
   if (v) o[key] = *v;
+}
+void put_true(json::object& o, std::string_view key, bool v) {
+  if (v) o[key] = true;
 }
 
 json::object detail_json(const MemberStateDetail& s) {
@@ -108,6 +124,14 @@ json::object detail_json(const MemberStateDetail& s) {
   put(o, "startScriptStderrMessage", s.start_script_stderr_message);
   put(o, "schedulingErrorMessage", s.scheduling_error_message);
   put(o, "lastNotifyError", s.last_notify_error);
+  put(o, "lastConfiguredRevision", s.last_configured_revision);
+  put(o, "lastConfiguredApp", s.last_configured_app);
+  put(o, "preupgradeRevision", s.preupgrade_revision);
+  put(o, "preupgradeContainer", s.preupgrade_container);
+  put_true(o, "preupgradeSucceeded", s.preupgrade_succeeded);
+  put(o, "upgradeError", s.upgrade_error);
+  put(o, "preupgradeStdout", s.preupgrade_stdout);
+  put(o, "preupgradeStderr", s.preupgrade_stderr);
   return o;
 }
 
@@ -131,6 +155,8 @@ StackStatus decode_stack_status(const json::value& status, FieldErrors& errors,
   s.ready_members = d.integer(*o, "readyMembers", path).value_or(0);
   s.desired_members = d.integer(*o, "desiredMembers", path).value_or(0);
   s.member_summary = d.string(*o, "memberSummary", path).value_or("");
+  s.updated_members = d.integer(*o, "updatedMembers", path).value_or(0);
+  s.update_summary = d.string(*o, "updateSummary", path).value_or("");
   s.roles = decode_items<RoleStatus>(*o, "roles", path, d, decode_role);
   if (const auto* r = d.object(*o, "memberStateRollup", path)) {
     std::string rp = child_path(path, "memberStateRollup");
@@ -168,6 +194,8 @@ json::value to_json(const StackStatus& s) {
   o["readyMembers"] = s.ready_members;
   o["desiredMembers"] = s.desired_members;
   put(o, "memberSummary", s.member_summary);
+  put(o, "updatedMembers", s.updated_members);
+  put(o, "updateSummary", s.update_summary);
   if (!s.roles.empty()) {
     json::array roles;
     for (const auto& r : s.roles) {
@@ -181,10 +209,15 @@ json::value to_json(const StackStatus& s) {
         put(mo, "pvc", m.pvc);
         mo["nodeID"] = m.node_id;
         put(mo, "state", m.state);
+        put(mo, "templateRevision", m.template_revision);
+        put(mo, "app", m.app);
         mo["stateDetail"] = detail_json(m.state_detail);
         members.push_back(std::move(mo));
       }
       ro["members"] = std::move(members);
+      put(ro, "updateRevision", r.update_revision);
+      put(ro, "updatedMembers", r.updated_members);
+      put(ro, "partition", r.partition);
       roles.push_back(std::move(ro));
     }
     o["roles"] = std::move(roles);

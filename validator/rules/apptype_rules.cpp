@@ -68,12 +68,33 @@ void check_events(const std::optional<std::vector<std::string>>& events, const s
   for (std::size_t i = 0; i < events->size(); ++i) {
     const auto& e = (*events)[i];
     if (e != catalog::kEventConfigure && e != catalog::kEventAddNodes &&
-        e != catalog::kEventDelNodes) {
+        e != catalog::kEventDelNodes && e != catalog::kEventPreUpgrade &&
+        e != catalog::kEventUpgradeNodes) {
       out.push_back({index_path(path, i), fmt::format("unsupported event \"{}\": must be one of "
-                                                      "configure, addnodes, delnodes",
+                                                      "configure, addnodes, delnodes, "
+                                                      "preupgrade, upgradenodes",
                                                       e)});
     } else if (!seen.insert(e).second) {
       out.push_back({index_path(path, i), fmt::format("duplicate event \"{}\"", e)});
+    }
+  }
+}
+
+// spec.upgradeFrom: names of other AppTypes of this namespace, each once.
+void check_upgrade_from(const catalog::AppType& app, Violations& out) {
+  const auto& from = app.spec.upgrade_from;
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    std::string p = index_path("spec.upgradeFrom", i);
+    if (from[i].empty()) {
+      out.push_back({p, "must be the name of an AppType"});
+      continue;
+    }
+    add_errors(out, p, dns1123_subdomain_errors(from[i]));
+    if (!app.metadata.name.empty() && from[i] == app.metadata.name) {
+      out.push_back({p, fmt::format("an AppType cannot upgrade from itself (\"{}\")", from[i])});
+    } else if (!seen.insert(from[i]).second) {
+      out.push_back({p, fmt::format("duplicate AppType \"{}\"", from[i])});
     }
   }
 }
@@ -261,6 +282,7 @@ Violations validate_apptype(const catalog::AppType& app) {
   check_package(s.default_config_package, "spec.defaultConfigPackage", out);
   check_persist_dirs(s.default_persist_dirs, "spec.defaultPersistDirs", out);
   check_events(s.default_event_list, "spec.defaultEventList", out);
+  check_upgrade_from(app, out);
 
   std::vector<std::string> ids;
   for (std::size_t i = 0; i < s.roles.size(); ++i) {

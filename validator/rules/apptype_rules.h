@@ -17,7 +17,9 @@ namespace kstack::validator {
 //  - cardinality "N"/"N+", N ≤ 1000; every role resolves to an image
 //  - roleServices/selectedRoles name existing roles/services, each role at most once
 //  - containerSpec.tty needs stdin; minResources/minStorage quantities parse and are ≥ 0
-//  - persist dirs absolute and normalised; eventList ⊆ {configure, addnodes, delnodes}
+//  - persist dirs absolute and normalised; eventList ⊆ {configure, addnodes, delnodes,
+//    preupgrade, upgradenodes}, each once
+//  - upgradeFrom: DNS-1123 subdomain names, unique, not the AppType's own name
 //  - setup packages: scheme file://, http(s)://, configmap://<name>/<key>; sha256 64 hex
 //  - endpoint port 1–65535, isDashboard needs urlScheme; configSchemaVersion ≥ 1
 //  - distroID usable as a label value (kstack labels members app.kubernetes.io/name=<distroID>)

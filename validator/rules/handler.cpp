@@ -110,8 +110,13 @@ Violations RulesHandler::validate_stack_request(const AdmissionRequest& r) const
   auto stack = catalog::decode_stack(r.object, out);
   Violations ignored;  // the stored object was admitted; its shape is not this request's fault
   auto old_stack = catalog::decode_stack(r.old_object, ignored);
+  // The current app is looked up where the Stack lives (a hand-made review may name the
+  // namespace only on the request, which evaluate() copied into the new object alone).
+  if (old_stack.metadata.namespace_name.empty()) {
+    old_stack.metadata.namespace_name = stack.metadata.namespace_name;
+  }
   append(out, validate_stack(stack, catalog_));
-  append(out, validate_stack_update(old_stack, stack));
+  append(out, validate_stack_update(old_stack, stack, catalog_));
   return out;
 }
 

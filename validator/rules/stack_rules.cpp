@@ -298,6 +298,9 @@ Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& c
       }
     }
     total += members;
+    if (role.max_unavailable && *role.max_unavailable < 1) {
+      out.push_back({child_path(p, "maxUnavailable"), "must be greater than or equal to 1"});
+    }
     check_resources(role, app_role, p, out);
     check_storage(role, app_role, catalog, p, out);
     check_maps(role, p, out);

@@ -18,7 +18,8 @@ namespace kstack::validator {
 //    rules that need the app still run)
 //  - serviceType, namingScheme, appCatalog enums
 //  - role ids exist in the app and are unique; members ≥ 0 and fits the cardinality;
-//    the app's selected roles with minimum > 0 are present; total members ≤ 1000
+//    the app's selected roles with minimum > 0 are present; total members ≤ 1000;
+//    maxUnavailable ≥ 1
 //  - resources: quantities parse, requests ≤ limits, requests (or limits) meet minResources
 //  - storage: size > 0 and ≥ minStorage; no storage only if the role allows ephemeral mode;
 //    the storage class exists or a default resolves (when the catalog knows StorageClasses)
@@ -33,9 +34,13 @@ Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& c
 // Decoding problems plus validate_stack().
 Violations validate_stack_object(const boost::json::value& object, const catalog::Catalog& catalog);
 
-// UPDATE only: app, appCatalog and namingScheme are immutable once set; a role that had
-// members keeps every field except members, pod/service labels and annotations (frozen
-// until live role upgrade exists).
-Violations validate_stack_update(const catalog::Stack& old_stack, const catalog::Stack& new_stack);
+// UPDATE only (docs/api.md "Upgrades"):
+//  - spec.app may change only to an AppType, found where the Stack finds its app, of the
+//    current one's namespace and distroID that lists the current one in its upgradeFrom; the
+//    refusal names the allowed targets
+//  - appCatalog and namingScheme are immutable once set
+//  - a role that has members may change every field except storage (volumeClaimTemplates)
+Violations validate_stack_update(const catalog::Stack& old_stack, const catalog::Stack& new_stack,
+                                 const catalog::Catalog& catalog);
 
 }  // namespace kstack::validator

@@ -1,5 +1,7 @@
 // Stack UPDATE rules: what may change once a Stack exists.
-#include <set>
+#include <algorithm>
+#include <string>
+#include <vector>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -13,18 +15,6 @@ using catalog::child_path;
 using catalog::index_path;
 
 namespace {
-
-// Role fields a running role may change: scaling, and metadata that Kubernetes applies
-// without recreating anything.
-constexpr std::string_view kMutableRoleFields[] = {"members", "podLabels", "podAnnotations",
-                                                   "serviceLabels", "serviceAnnotations"};
-
-bool is_mutable(std::string_view field) {
-  for (auto f : kMutableRoleFields) {
-    if (f == field) return true;
-  }
-  return false;
-}
 
 const json::array* raw_roles(const json::value& stack) {
   const auto* o = stack.if_object();
@@ -45,6 +35,15 @@ const json::object* raw_role(const json::value& stack, std::string_view id) {
   return nullptr;
 }
 
+// Absent and null are the same; otherwise the JSON must be identical (Kubernetes compares the
+// volumeClaimTemplates as written: "20Gi" -> "20480Mi" is a change too).
+bool same_value(const json::object& before, const json::object& after, std::string_view key) {
+  const auto* a = before.if_contains(key);
+  const auto* b = after.if_contains(key);
+  if (a == nullptr || a->is_null()) return b == nullptr || b->is_null();
+  return b != nullptr && *a == *b;
+}
+
 // Once set, a value may not change; a missing new value counts as unchanged (the defaulting
 // webhook puts the old one back).
 void check_immutable(const std::optional<std::string>& old_value,
@@ -56,43 +55,98 @@ void check_immutable(const std::optional<std::string>& old_value,
   }
 }
 
-}  // namespace
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += fmt::format("{}\"{}\"", out.empty() ? "" : ", ", n);
+  return out;
+}
 
-Violations validate_stack_update(const catalog::Stack& old_stack, const catalog::Stack& new_stack) {
-  Violations out;
-  if (!old_stack.spec.app.empty() && new_stack.spec.app != old_stack.spec.app) {
-    out.push_back({"spec.app", fmt::format("field is immutable (was \"{}\")", old_stack.spec.app)});
+bool lists(const catalog::AppType& app, std::string_view from) {
+  const auto& f = app.spec.upgrade_from;
+  return std::find(f.begin(), f.end(), from) != f.end();
+}
+
+// spec.app may move to an AppType of the current one's namespace and distroID that lists the
+// current one in its upgradeFrom (docs/api.md "Upgrades").
+void check_app_change(const catalog::Stack& old_stack, const catalog::Stack& new_stack,
+                      const catalog::Catalog& catalog, Violations& out) {
+  const std::string& from = old_stack.spec.app;
+  const std::string& to = new_stack.spec.app;
+  if (from.empty() || to == from) return;
+  const std::string head = fmt::format("cannot change from \"{}\" to \"{}\"", from, to);
+  auto current = catalog.find_app(old_stack);
+  if (!current) {
+    out.push_back({"spec.app", fmt::format("{}: the current AppType \"{}\" is not found, so "
+                                           "what it may be upgraded to is unknown",
+                                           head, from)});
+    return;
   }
-  check_immutable(old_stack.spec.app_catalog, new_stack.spec.app_catalog, "spec.appCatalog", out);
-  // Every object name derives from the naming scheme: changing it would orphan them all.
-  check_immutable(old_stack.spec.naming_scheme, new_stack.spec.naming_scheme, "spec.namingScheme",
-                  out);
+  const std::string& distro = current->app.spec.distro_id;
+  std::vector<std::string> allowed;
+  std::vector<std::string> other_distro;  // list it, but are another app
+  for (const auto& a : catalog.apps_in(current->namespace_name)) {
+    if (a.metadata.name == from || !lists(a, from)) continue;
+    (a.spec.distro_id == distro ? allowed : other_distro).push_back(a.metadata.name);
+  }
+  // Looked up the way the Stack resolves its app (appCatalog is immutable: the old one rules).
+  std::optional<std::string_view> where;
+  if (old_stack.spec.app_catalog && !old_stack.spec.app_catalog->empty()) {
+    where = *old_stack.spec.app_catalog;
+  } else if (new_stack.spec.app_catalog && !new_stack.spec.app_catalog->empty()) {
+    where = *new_stack.spec.app_catalog;
+  }
+  auto target = catalog.find_app(new_stack.metadata.namespace_name, to, where);
+  if (target && target->namespace_name == current->namespace_name &&
+      std::find(allowed.begin(), allowed.end(), to) != allowed.end()) {
+    return;
+  }
+  if (allowed.empty()) {
+    std::string why = fmt::format("{}: no AppType lists \"{}\" in its upgradeFrom", head, from);
+    if (!other_distro.empty()) {
+      why += fmt::format(" with distroID \"{}\" ({} of another distroID)", distro,
+                         quoted_list(other_distro));
+    }
+    out.push_back({"spec.app", std::move(why)});
+    return;
+  }
+  out.push_back(
+      {"spec.app",
+       fmt::format("{}: allowed upgrade{} of \"{}\" {} {} (AppTypes of distroID "
+                   "\"{}\" whose upgradeFrom lists \"{}\")",
+                   head, allowed.size() == 1 ? "" : "s", from, allowed.size() == 1 ? "is" : "are",
+                   quoted_list(allowed), distro, from)});
+}
 
+// A running role may change everything but its storage: the size and class are in the
+// StatefulSet's volumeClaimTemplates, which Kubernetes refuses to update.
+void check_running_roles(const catalog::Stack& old_stack, const catalog::Stack& new_stack,
+                         Violations& out) {
   for (std::size_t i = 0; i < new_stack.spec.roles.size(); ++i) {
     const auto& id = new_stack.spec.roles[i].id;
     const catalog::StackRole* old_role = catalog::find_role(old_stack, id);
     if (id.empty() || old_role == nullptr || old_role->members.value_or(0) <= 0) continue;
     const auto* before = raw_role(old_stack.raw, id);
     const auto* after = raw_role(new_stack.raw, id);
-    if (before == nullptr || after == nullptr) continue;
-    std::set<std::string> keys;
-    for (const auto& kv : *before) keys.emplace(kv.key());
-    for (const auto& kv : *after) keys.emplace(kv.key());
-    for (const auto& k : keys) {
-      if (is_mutable(k)) continue;
-      const auto* a = before->if_contains(k);
-      const auto* b = after->if_contains(k);
-      bool same = (a == nullptr || a->is_null()) ? (b == nullptr || b->is_null())
-                                                 : (b != nullptr && *a == *b);
-      if (!same) {
-        out.push_back({child_path(index_path("spec.roles", i), k),
-                       fmt::format("cannot be changed while role \"{}\" has members (only "
-                                   "members, labels and annotations may change; live role "
-                                   "upgrade does not exist yet)",
-                                   id)});
-      }
-    }
+    if (before == nullptr || after == nullptr || same_value(*before, *after, "storage")) continue;
+    out.push_back({child_path(index_path("spec.roles", i), "storage"),
+                   fmt::format("cannot change while role \"{}\" has members: the size and class "
+                               "are in the StatefulSet's volumeClaimTemplates, which Kubernetes "
+                               "does not let change",
+                               id)});
   }
+}
+
+}  // namespace
+
+Violations validate_stack_update(const catalog::Stack& old_stack, const catalog::Stack& new_stack,
+                                 const catalog::Catalog& catalog) {
+  Violations out;
+  check_app_change(old_stack, new_stack, catalog, out);
+  check_immutable(old_stack.spec.app_catalog, new_stack.spec.app_catalog, "spec.appCatalog", out);
+  // Every object name derives from the naming scheme: changing it would orphan them all.
+  check_immutable(old_stack.spec.naming_scheme, new_stack.spec.naming_scheme, "spec.namingScheme",
+                  out);
+  check_running_roles(old_stack, new_stack, out);
   return out;
 }
 

@@ -209,6 +209,7 @@ constexpr const char* kStackSpecJson =
 constexpr const char* kReadyStatusJson = R"({
   "observedGeneration": 1, "state": "ready",
   "memberSummary": "2/3", "readyMembers": 2, "desiredMembers": 3,
+  "updateSummary": "1/3", "updatedMembers": 1,
   "conditions": [{"type": "Ready", "status": "True", "reason": "MembersReady",
                   "message": "all members are set up", "observedGeneration": 1,
                   "lastTransitionTime": "2024-01-01T00:00:00Z"}],
@@ -509,6 +510,93 @@ spec: {defaultServiceType: Foo, defaultNamingScheme: Bar, clusterSvcDomainBase: 
   for (const auto& c : cases) expect_refused(ns, c);
 }
 
+// Live upgrades (docs/api.md "Upgrades"): upgradeFrom and the upgrade events, spec.paused and
+// roles[].maxUnavailable are stored; the rollout status fields survive a status write.
+TEST(Crds, UpgradeFieldsAreStoredAndChecked) {
+  ASSERT_NO_FATAL_FAILURE(install_crds());
+  const auto ns = make_namespace("crds-upgrade");
+  auto r = create(ns, R"(
+apiVersion: kstack.io/v1beta1
+kind: AppType
+metadata: {name: spark-r2}
+spec:
+  label: {name: Apache Spark}
+  distroID: apache/spark
+  version: "3.5.0"
+  configSchemaVersion: 8
+  defaultImageRepoTag: example.org/spark:3.5.0
+  upgradeFrom: [spark]
+  defaultEventList: [configure, preupgrade, upgradenodes]
+  roles: [{id: master, cardinality: "1", eventList: [configure, addnodes, delnodes, preupgrade]}]
+)");
+  ASSERT_TRUE(r.ok()) << output_of(r);
+  EXPECT_EQ(get(ns, "apptype/spark-r2", "{.spec.upgradeFrom[0]}"), "spark");
+  EXPECT_EQ(get(ns, "apptype/spark-r2", "{.spec.defaultEventList[2]}"), "upgradenodes");
+  EXPECT_EQ(get(ns, "apptype/spark-r2", "{.spec.roles[0].eventList[3]}"), "preupgrade");
+
+  r = create(ns, R"(
+apiVersion: kstack.io/v1beta1
+kind: Stack
+metadata: {name: rolling}
+spec:
+  app: spark
+  paused: true
+  roles: [{id: master, members: 1, maxUnavailable: 2}]
+)");
+  ASSERT_TRUE(r.ok()) << output_of(r);
+  EXPECT_EQ(get(ns, "stack/rolling", "{.spec.paused} {.spec.roles[0].maxUnavailable}"), "true 2");
+
+  const std::string status = R"({"state": "updating", "updateSummary": "1/1", "updatedMembers": 1,
+    "roles": [{"id": "master", "updateRevision": "rolling-master-7c9a", "updatedMembers": 1,
+               "partition": 0, "members": [{"pod": "rolling-master-0", "state": "ready",
+      "templateRevision": "rolling-master-7c9a", "app": "spark-r2",
+      "stateDetail": {"lastConfiguredRevision": "rolling-master-7c9a",
+                      "lastConfiguredApp": "spark-r2", "preupgradeRevision": "rolling-master-7c9a",
+                      "preupgradeContainer": "containerd://abc", "preupgradeSucceeded": true,
+                      "upgradeError": "x", "preupgradeStdout": "out", "preupgradeStderr": "err"}}]}]})";
+  r = put_status(ns, "rolling", R"({"app":"spark","roles":[{"id":"master"}]})", status);
+  ASSERT_TRUE(r.ok()) << output_of(r);
+  EXPECT_EQ(get(ns, "stack/rolling", "{.status.updateSummary} {.status.updatedMembers}"), "1/1 1");
+  EXPECT_EQ(get(ns, "stack/rolling",
+                "{.status.roles[0].updateRevision} {.status.roles[0].updatedMembers} "
+                "{.status.roles[0].partition}"),
+            "rolling-master-7c9a 1 0");
+  EXPECT_EQ(get(ns, "stack/rolling",
+                "{.status.roles[0].members[0].templateRevision} {.status.roles[0].members[0].app}"),
+            "rolling-master-7c9a spark-r2");
+  const auto detail = get(ns, "stack/rolling", "{.status.roles[0].members[0].stateDetail}");
+  for (const char* field :
+       {"lastConfiguredRevision", "lastConfiguredApp", "preupgradeRevision", "preupgradeContainer",
+        "preupgradeSucceeded", "upgradeError", "preupgradeStdout", "preupgradeStderr"}) {
+    EXPECT_TRUE(contains(detail, field)) << field << " pruned: " << detail;
+  }
+
+  expect_refused(ns, {"maxUnavailable 0",
+                      R"(
+apiVersion: kstack.io/v1beta1
+kind: Stack
+metadata: {name: u1}
+spec: {app: spark, paused: "yes", roles: [{id: master, maxUnavailable: 0}]}
+)",
+                      {"spec.roles.maxUnavailable: Invalid value: 0",
+                       R"(spec.paused: Invalid value: "string")"}});
+  expect_refused(ns, {"unknown event, upgradeFrom not a name",
+                      R"(
+apiVersion: kstack.io/v1beta1
+kind: AppType
+metadata: {name: u2}
+spec:
+  label: {name: x}
+  distroID: x
+  version: "1"
+  configSchemaVersion: 1
+  upgradeFrom: [Old_One]
+  roles: [{id: r, cardinality: "1", eventList: [upgrade]}]
+)",
+                      {R"(spec.roles.eventList: Unsupported value: "upgrade")",
+                       R"(spec.upgradeFrom: Invalid value: "Old_One")"}});
+}
+
 TEST(Crds, StatusSubresourceChangesOnlyStatus) {
   ASSERT_NO_FATAL_FAILURE(install_crds());
   auto& cp = control_plane();
@@ -560,18 +648,20 @@ TEST(Crds, GetStacksShowsPrinterColumns) {
   ASSERT_TRUE(r.ok()) << output_of(r);
   const auto header = r.out.substr(0, r.out.find('\n'));
   EXPECT_EQ(header.find("NAME"), 0u) << r.out;
-  for (const char* column : {"APP", "STATE", "READY", "AGE"}) {
+  for (const char* column : {"APP", "STATE", "READY", "UPDATED", "AGE"}) {
     EXPECT_TRUE(contains(header, column)) << column << "\n" << r.out;
   }
   EXPECT_LT(header.find("APP"), header.find("STATE"));
   EXPECT_LT(header.find("STATE"), header.find("READY"));
-  EXPECT_LT(header.find("READY"), header.find("AGE"));
+  EXPECT_LT(header.find("READY"), header.find("UPDATED"));
+  EXPECT_LT(header.find("UPDATED"), header.find("AGE"));
   EXPECT_FALSE(contains(header, "SERVICE TYPE")) << "wide-only column in the default view";
   const auto row = r.out.substr(r.out.find('\n') + 1);
   EXPECT_TRUE(contains(row, "demo")) << r.out;
   EXPECT_TRUE(contains(row, "spark")) << r.out;
   EXPECT_TRUE(contains(row, "ready")) << r.out;
   EXPECT_TRUE(contains(row, "2/3")) << r.out;
+  EXPECT_TRUE(contains(row, "1/3")) << r.out;
 
   r = cp.kubectl({"get", "stacks", "-n", ns, "-o", "wide"});
   ASSERT_TRUE(r.ok()) << output_of(r);

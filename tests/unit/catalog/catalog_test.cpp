@@ -97,6 +97,17 @@ TEST(Catalog, SystemNamespaceIsConfigurable) {
   EXPECT_EQ(m.catalog().find_app("team-a", "db")->namespace_name, "ops");
 }
 
+TEST(Catalog, ListsTheAppsOfOneNamespaceByName) {
+  MemoryCatalog m;
+  m.add(apptype("team-a", "db-r2", "2"));
+  m.add(apptype("kstack-system", "db", "system"));
+  m.add(apptype("team-a", "db", "1"));
+  std::vector<std::string> names;
+  for (const auto& a : m.catalog().apps_in("team-a")) names.push_back(a.metadata.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"db", "db-r2"}));
+  EXPECT_TRUE(m.catalog().apps_in("team-b").empty());
+}
+
 TEST(Catalog, IndexListsTheStacksUsingAnAppAndFollowsChanges) {
   MemoryCatalog m;
   m.add(stack("team-a", "s1", "db", "local"));

@@ -1,6 +1,7 @@
 #include "catalog/parse.h"
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "catalog/yaml.h"
@@ -161,6 +162,49 @@ TEST(ParseAppType, WrongKindAndNonObjectAreRefused) {
   EXPECT_NE(r.error().message.find("JSON object"), std::string::npos);
 }
 
+TEST(ParseAppType, DecodesUpgradeFromAndTheUpgradeEvents) {
+  auto r = parse_apptype_yaml(R"(kind: AppType
+metadata: {name: etcd-r2}
+spec:
+  label: {name: etcd}
+  distroID: etcd
+  version: "3.5"
+  configSchemaVersion: 1
+  upgradeFrom: [etcd, etcd-r1]
+  defaultEventList: [configure, preupgrade, upgradenodes]
+  roles:
+    - {id: member, cardinality: "1+", eventList: [configure, preupgrade]}
+)");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->spec.upgrade_from, (std::vector<std::string>{"etcd", "etcd-r1"}));
+  EXPECT_EQ(r->spec.default_event_list,
+            (std::vector<std::string>{"configure", "preupgrade", "upgradenodes"}));
+  EXPECT_EQ(r->spec.roles[0].event_list, (std::vector<std::string>{"configure", "preupgrade"}));
+  // Absent means none.
+  auto old = parse_apptype_yaml(kAppYaml);
+  ASSERT_TRUE(old.has_value());
+  EXPECT_TRUE(old->spec.upgrade_from.empty());
+}
+
+TEST(ParseAppType, UpgradeFromOfTheWrongTypeIsNamed) {
+  for (auto [value, want] : {std::pair{"etcd", "spec.upgradeFrom: must be an array"},
+                             std::pair{"[etcd, 3]", "spec.upgradeFrom[1]: must be a string"}}) {
+    auto r = parse_apptype_yaml(fmt::format(R"(kind: AppType
+metadata: {{name: x}}
+spec:
+  label: {{name: x}}
+  distroID: x
+  version: "1"
+  configSchemaVersion: 1
+  upgradeFrom: {}
+  roles: [{{id: a, cardinality: "1"}}]
+)",
+                                            value));
+    ASSERT_FALSE(r.has_value()) << value;
+    EXPECT_NE(r.error().message.find(want), std::string::npos) << r.error().message;
+  }
+}
+
 constexpr std::string_view kStackYaml = R"(apiVersion: kstack.io/v1beta1
 kind: Stack
 metadata:
@@ -299,6 +343,44 @@ spec:
        {"spec.app: is required", "spec.roles[0].members: must be an integer",
         "spec.roles[0].storage.size: is required", "spec.roles[0].podLabels[a]: must be a string",
         "spec.roles[0].tolerations: must be an array"}) {
+    EXPECT_NE(msg.find(want), std::string::npos) << want << " not in: " << msg;
+  }
+}
+
+TEST(ParseStack, DecodesPausedAndMaxUnavailable) {
+  auto r = parse_stack_yaml(R"(kind: Stack
+metadata: {name: s}
+spec:
+  app: etcd
+  paused: true
+  roles:
+    - {id: member, members: 3, maxUnavailable: 2}
+    - {id: other}
+)");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_TRUE(r->spec.paused);
+  EXPECT_EQ(r->spec.roles[0].max_unavailable, 2);
+  EXPECT_FALSE(r->spec.roles[1].max_unavailable.has_value());
+  // Absent: not paused, maxUnavailable unset (1 applies).
+  auto old = parse_stack_yaml(kStackYaml);
+  ASSERT_TRUE(old.has_value());
+  EXPECT_FALSE(old->spec.paused);
+  EXPECT_FALSE(old->spec.roles[0].max_unavailable.has_value());
+}
+
+TEST(ParseStack, PausedAndMaxUnavailableOfTheWrongTypeAreNamed) {
+  auto r = parse_stack_yaml(R"(kind: Stack
+metadata: {name: s}
+spec:
+  app: etcd
+  paused: "yes"
+  roles:
+    - {id: member, maxUnavailable: "50%"}
+)");
+  ASSERT_FALSE(r.has_value());
+  const auto& msg = r.error().message;
+  for (std::string_view want :
+       {"spec.paused: must be a boolean", "spec.roles[0].maxUnavailable: must be an integer"}) {
     EXPECT_NE(msg.find(want), std::string::npos) << want << " not in: " << msg;
   }
 }

@@ -208,7 +208,21 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"RoleIdRequired", remove("/spec/roles/1/id"), "spec.roles[1].id", "is required"},
         Case{"SpecRequired", remove("/spec"), "spec", "is required"},
         Case{"MetadataNameSyntax", set("/metadata/name", "Cassandra"), "metadata.name",
-             "RFC 1123 subdomain"}));
+             "RFC 1123 subdomain"},
+        Case{"UpgradeFromNotAName", set("/spec/upgradeFrom", json::array{"cassandra-3", "Old_1"}),
+             "spec.upgradeFrom[1]", "RFC 1123 subdomain"},
+        Case{"UpgradeFromEmptyName", set("/spec/upgradeFrom", json::array{""}),
+             "spec.upgradeFrom[0]", "must be the name of an AppType"},
+        Case{"UpgradeFromDuplicate",
+             set("/spec/upgradeFrom", json::array{"cassandra-3", "cassandra-2", "cassandra-3"}),
+             "spec.upgradeFrom[2]", "duplicate AppType \"cassandra-3\""},
+        Case{"UpgradeFromItself", set("/spec/upgradeFrom", json::array{"cassandra"}),
+             "spec.upgradeFrom[0]", "cannot upgrade from itself"},
+        Case{"UpgradeFromNotAList", set("/spec/upgradeFrom", "cassandra-3"), "spec.upgradeFrom",
+             "must be an array"},
+        Case{"UpgradeEventTwice",
+             set("/spec/roles/0/eventList", json::array{"preupgrade", "preupgrade"}),
+             "spec.roles[0].eventList[1]", "duplicate event \"preupgrade\""}));
 
 class AppTypeAccepts : public ::testing::TestWithParam<Case> {};
 
@@ -246,6 +260,15 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"HighestPort", set("/spec/services/0/endpoint/port", 65535), "", ""},
         Case{"ExactCardinality", set("/spec/roles/0/cardinality", "3"), "", ""},
         Case{"IntegerQuantities", set("/spec/roles/0/minResources/cpu", 2), "", ""},
+        Case{"UpgradeFromOtherAppTypes",
+             set("/spec/upgradeFrom", json::array{"cassandra-3", "cassandra.v2"}), "", ""},
+        Case{"UpgradeEventsOnARole",
+             set("/spec/roles/0/eventList",
+                 json::array{"configure", "addnodes", "delnodes", "preupgrade", "upgradenodes"}),
+             "", ""},
+        Case{"UpgradeEventsByDefault",
+             set("/spec/defaultEventList", json::array{"configure", "preupgrade", "upgradenodes"}),
+             "", ""},
         Case{"NoServicesNoConfig",
              [](json::value& a) {
                drop(a, "/spec/services");

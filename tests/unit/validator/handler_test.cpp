@@ -174,12 +174,76 @@ TEST(RulesHandler, UnchangedSpecUpdatesOnlyCheckOwnership) {
   EXPECT_TRUE(f.handler.validate(r).allowed);
 }
 
-TEST(RulesHandler, StackUpdateRulesApply) {
+// cassandra's next revision: same distroID, lists cassandra in upgradeFrom.
+json::value upgraded_app() {
+  json::value app = yaml(kApp);
+  app.at("metadata").as_object()["name"] = "cassandra-r2";
+  app.at("spec").as_object()["upgradeFrom"] = json::array{"cassandra"};
+  app.at("spec").as_object()["defaultImageRepoTag"] = "c:2";
+  return app;
+}
+
+TEST(RulesHandler, StackMayMoveToAnAppTypeListingItsAppAlsoInDryRun) {
   Fixture f;
+  f.memory.add(upgraded_app());
+  auto r = Fixture::request("Stack", "UPDATE", with(yaml(kStack), "/spec/app", "cassandra-r2"),
+                            yaml(kStack));
+  auto resp = f.handler.validate(r);
+  EXPECT_TRUE(resp.allowed) << resp.message;
+  r.dry_run = true;
+  resp = f.handler.validate(r);
+  EXPECT_TRUE(resp.allowed) << resp.message;
+}
+
+TEST(RulesHandler, StackAppChangeElsewhereIsDeniedNamingTheAllowedTargets) {
+  Fixture f;
+  f.memory.add(upgraded_app());
+  auto other = yaml(kApp);
+  other.at("metadata").as_object()["name"] = "other";  // same distroID, no upgradeFrom
+  f.memory.add(other);
+  auto r =
+      Fixture::request("Stack", "UPDATE", with(yaml(kStack), "/spec/app", "other"), yaml(kStack));
+  for (bool dry_run : {false, true}) {
+    r.dry_run = dry_run;
+    auto resp = f.handler.validate(r);
+    EXPECT_FALSE(resp.allowed);
+    EXPECT_EQ(resp.code, 422);
+    EXPECT_EQ(resp.message,
+              "spec.app: cannot change from \"cassandra\" to \"other\": allowed upgrade of "
+              "\"cassandra\" is \"cassandra-r2\" (AppTypes of distroID \"c\" whose upgradeFrom "
+              "lists \"cassandra\")")
+        << "dry run " << dry_run;
+  }
+}
+
+TEST(RulesHandler, StackAppChangeWithoutAnyUpgradeIsDenied) {
+  Fixture f;  // only cassandra: nothing lists it
   auto changed = with(yaml(kStack), "/spec/app", "other");
   auto resp = f.handler.validate(Fixture::request("Stack", "UPDATE", changed, yaml(kStack)));
   EXPECT_EQ(resp.code, 422);
-  EXPECT_NE(resp.message.find("spec.app: field is immutable (was \"cassandra\")"),
+  EXPECT_NE(resp.message.find("spec.app: cannot change from \"cassandra\" to \"other\": no "
+                              "AppType lists \"cassandra\" in its upgradeFrom"),
+            std::string::npos)
+      << resp.message;
+}
+
+TEST(RulesHandler, RunningRolesMayChangeButNotTheirStorage) {
+  Fixture f;
+  f.memory.add(yaml("kind: StorageClass\nmetadata: {name: fast}\n"));
+  auto before = with(yaml(kStack), "/spec/roles/0/storage",
+                     json::object{{"size", "1Gi"}, {"storageClassName", "fast"}});
+  auto resized = with(before, "/spec/roles/0/resources",
+                      json::object{{"requests", json::object{{"cpu", "2"}}}});
+  resized =
+      with(resized, "/spec/roles/0/env", json::array{json::object{{"name", "A"}, {"value", "b"}}});
+  auto resp = f.handler.validate(Fixture::request("Stack", "UPDATE", resized, before));
+  EXPECT_TRUE(resp.allowed) << resp.message;
+  auto grown = with(before, "/spec/roles/0/storage",
+                    json::object{{"size", "2Gi"}, {"storageClassName", "fast"}});
+  resp = f.handler.validate(Fixture::request("Stack", "UPDATE", grown, before));
+  EXPECT_EQ(resp.code, 422);
+  EXPECT_NE(resp.message.find("spec.roles[0].storage: cannot change while role \"seed\" has "
+                              "members"),
             std::string::npos)
       << resp.message;
 }

@@ -211,6 +211,14 @@ INSTANTIATE_TEST_SUITE_P(
              "spec.roles[2].members", "must be exactly 1 for cardinality \"1\""},
         Case{"MembersNegative", set("/spec/roles/1/members", -1), "spec.roles[1].members",
              "must be greater than or equal to 0"},
+        Case{"MaxUnavailableZero", set("/spec/roles/0/maxUnavailable", 0),
+             "spec.roles[0].maxUnavailable", "must be greater than or equal to 1"},
+        Case{"MaxUnavailableNegative", set("/spec/roles/1/maxUnavailable", -2),
+             "spec.roles[1].maxUnavailable", "must be greater than or equal to 1"},
+        Case{"MaxUnavailableNotInteger", set("/spec/roles/0/maxUnavailable", "25%"),
+             "spec.roles[0].maxUnavailable", "must be an integer"},
+        Case{"PausedNotBoolean", set("/spec/paused", "true"), "spec.paused",
+             "must be a boolean"},
         Case{"MembersNotInteger", set("/spec/roles/1/members", "2"), "spec.roles[1].members",
              "must be an integer"},
         Case{"SelectedRoleMissing", remove("/spec/roles/0"), "spec.roles",
@@ -313,6 +321,13 @@ INSTANTIATE_TEST_SUITE_P(Rules, StackAccepts,
                                                   drop(s, "/spec/namingScheme");
                                                   drop(s, "/spec/roles/0/members");
                                                   drop(s, "/spec/roles/0/storage/storageClassName");
+                                                },
+                                                "", ""},
+                                           Case{"RolloutSettings",
+                                                [](json::value& s) {
+                                                  put(s, "/spec/paused", true);
+                                                  put(s, "/spec/roles/0/maxUnavailable", 1);
+                                                  put(s, "/spec/roles/1/maxUnavailable", 3);
                                                 },
                                                 "", ""},
                                            Case{"SystemApp",

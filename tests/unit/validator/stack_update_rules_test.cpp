@@ -1,13 +1,54 @@
+// What may change on a Stack once it exists (validate_stack_update): spec.app only along
+// upgradeFrom, every field of a running role but its storage.
+#include <functional>
+
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "catalog/memory_catalog.h"
 #include "catalog/parse.h"
 #include "catalog/yaml.h"
+#include "tests/unit/support/yaml_value.h"
 #include "validator/rules/stack_rules.h"
 
 namespace kstack::validator {
 namespace {
 namespace json = boost::json;
+using kstack::testing::yaml;
+
+// An AppType of team-a (or of `ns`) named `name`, of distroID `distro`, upgradable from `from`.
+json::value app(std::string_view name, std::string_view distro, json::array from = {},
+                std::string_view ns = "team-a") {
+  json::value v = yaml(R"(kind: AppType
+spec:
+  label: {name: A}
+  version: "1"
+  configSchemaVersion: 1
+  defaultImageRepoTag: img
+  roles: [{id: seed, cardinality: "1+"}, {id: worker, cardinality: "0+"}]
+)");
+  v.as_object()["metadata"] = json::object{{"name", name}, {"namespace", ns}};
+  auto& spec = v.at("spec").as_object();
+  spec["distroID"] = distro;
+  if (!from.empty()) spec["upgradeFrom"] = std::move(from);
+  return v;
+}
+
+// The catalog every test runs against: cassandra with two upgrades (r2, r3), an unrelated
+// distro listing cassandra, a cassandra-distro AppType that does not list it, and one in
+// another namespace that lists it.
+struct Apps {
+  catalog::MemoryCatalog memory;
+  Apps() {
+    memory.add(app("cassandra", "cassandra"));
+    memory.add(app("cassandra-r3", "cassandra", {"cassandra", "cassandra-r2"}));
+    memory.add(app("cassandra-r2", "cassandra", {"cassandra"}));
+    memory.add(app("scylla", "scylla", {"cassandra"}));
+    memory.add(app("cassandra-fork", "cassandra"));
+    memory.add(app("cassandra-r9", "cassandra", {"cassandra"}, "kstack-system"));
+  }
+};
 
 json::value old_stack_json() {
   auto v = catalog::parse_yaml(R"(kind: Stack
@@ -39,17 +80,103 @@ Violations update(const std::function<void(json::value&)>& mutate) {
   auto a = catalog::decode_stack(before, errors);
   auto b = catalog::decode_stack(after, errors);
   EXPECT_TRUE(errors.empty()) << catalog::join(errors);
-  return validate_stack_update(a, b);
+  Apps c;
+  return validate_stack_update(a, b, c.memory.catalog());
 }
+
+void set_app(json::value& s, std::string_view app) { s.at("spec").as_object()["app"] = app; }
 
 json::object& role(json::value& s, std::size_t i) {
   return s.at("spec").at("roles").as_array().at(i).as_object();
 }
 
-TEST(StackUpdate, AppIsImmutable) {
-  auto v = update([](json::value& s) { s.at("spec").as_object()["app"] = "spark"; });
-  ASSERT_EQ(v.size(), 1u);
-  EXPECT_EQ(v[0].to_string(), "spec.app: field is immutable (was \"cassandra\")");
+TEST(StackUpdate, AppMayMoveToAnAppTypeThatListsItInUpgradeFrom) {
+  EXPECT_TRUE(update([](json::value& s) { set_app(s, "cassandra-r2"); }).empty());
+  EXPECT_TRUE(update([](json::value& s) { set_app(s, "cassandra-r3"); }).empty());
+}
+
+TEST(StackUpdate, AppRefusedElsewhereNamingTheAllowedTargets) {
+  const std::string allowed =
+      "allowed upgrades of \"cassandra\" are \"cassandra-r2\", \"cassandra-r3\" (AppTypes of "
+      "distroID \"cassandra\" whose upgradeFrom lists \"cassandra\")";
+  // Same distroID, but cassandra-fork does not list cassandra; scylla lists it but is another
+  // distro; cassandra-r9 lists it but lives in another namespace; nope does not exist.
+  for (std::string_view to : {"cassandra-fork", "scylla", "cassandra-r9", "nope"}) {
+    auto v = update([&](json::value& s) { set_app(s, to); });
+    ASSERT_EQ(v.size(), 1u) << to << ": " << catalog::join(v);
+    EXPECT_EQ(v[0].to_string(),
+              fmt::format("spec.app: cannot change from \"cassandra\" to \"{}\": {}", to, allowed));
+  }
+}
+
+TEST(StackUpdate, AppRefusedWhenNothingListsTheCurrentOne) {
+  json::value before = old_stack_json();
+  set_app(before, "cassandra-r3");
+  json::value after = before;
+  set_app(after, "cassandra");  // a downgrade: only what cassandra's upgradeFrom says counts
+  catalog::FieldErrors errors;
+  auto a = catalog::decode_stack(before, errors);
+  auto b = catalog::decode_stack(after, errors);
+  Apps c;
+  auto v = validate_stack_update(a, b, c.memory.catalog());
+  ASSERT_EQ(v.size(), 1u) << catalog::join(v);
+  EXPECT_EQ(v[0].to_string(),
+            "spec.app: cannot change from \"cassandra-r3\" to \"cassandra\": no AppType lists "
+            "\"cassandra-r3\" in its upgradeFrom");
+}
+
+TEST(StackUpdate, AppRefusedWhenOnlyAnotherDistroListsTheCurrentOne) {
+  json::value before = old_stack_json();
+  set_app(before, "cassandra-fork");
+  json::value after = before;
+  set_app(after, "scylla-2");
+  catalog::FieldErrors errors;
+  auto a = catalog::decode_stack(before, errors);
+  auto b = catalog::decode_stack(after, errors);
+  Apps c;
+  c.memory.add(app("scylla-2", "scylla", {"cassandra-fork"}));
+  auto v = validate_stack_update(a, b, c.memory.catalog());
+  ASSERT_EQ(v.size(), 1u) << catalog::join(v);
+  EXPECT_EQ(v[0].to_string(),
+            "spec.app: cannot change from \"cassandra-fork\" to \"scylla-2\": no AppType lists "
+            "\"cassandra-fork\" in its upgradeFrom with distroID \"cassandra\" (\"scylla-2\" of "
+            "another distroID)");
+}
+
+TEST(StackUpdate, AppRefusedWhenTheCurrentAppTypeIsGone) {
+  json::value before = old_stack_json();
+  set_app(before, "gone");
+  json::value after = before;
+  set_app(after, "cassandra-r2");
+  catalog::FieldErrors errors;
+  auto a = catalog::decode_stack(before, errors);
+  auto b = catalog::decode_stack(after, errors);
+  Apps c;
+  auto v = validate_stack_update(a, b, c.memory.catalog());
+  ASSERT_EQ(v.size(), 1u) << catalog::join(v);
+  EXPECT_EQ(v[0].field, "spec.app");
+  EXPECT_NE(v[0].reason.find("the current AppType \"gone\" is not found"), std::string::npos)
+      << v[0].reason;
+}
+
+TEST(StackUpdate, AppUpgradeFollowsTheSystemCatalogWhenTheStackUsesIt) {
+  json::value before = old_stack_json();
+  before.at("spec").as_object()["appCatalog"] = "system";
+  json::value after = before;
+  set_app(after, "cassandra-r9");
+  catalog::FieldErrors errors;
+  auto a = catalog::decode_stack(before, errors);
+  auto b = catalog::decode_stack(after, errors);
+  Apps c;
+  c.memory.add(app("cassandra", "cassandra", {}, "kstack-system"));
+  EXPECT_TRUE(validate_stack_update(a, b, c.memory.catalog()).empty());
+  set_app(after, "cassandra-r2");  // of team-a: not where this Stack finds its app
+  b = catalog::decode_stack(after, errors);
+  auto v = validate_stack_update(a, b, c.memory.catalog());
+  ASSERT_EQ(v.size(), 1u) << catalog::join(v);
+  EXPECT_NE(v[0].reason.find("allowed upgrade of \"cassandra\" is \"cassandra-r9\""),
+            std::string::npos)
+      << v[0].reason;
 }
 
 TEST(StackUpdate, AppCatalogIsImmutableOnceSet) {
@@ -66,18 +193,36 @@ TEST(StackUpdate, NamingSchemeIsImmutableOnceSet) {
   EXPECT_EQ(v[0].field, "spec.namingScheme");
 }
 
-TEST(StackUpdate, RunningRoleFieldsAreFrozenNamingEachField) {
+TEST(StackUpdate, RunningRoleStorageIsFrozenWithTheReason) {
+  const std::string want =
+      "spec.roles[0].storage: cannot change while role \"seed\" has members: the size and class "
+      "are in the StatefulSet's volumeClaimTemplates, which Kubernetes does not let change";
+  for (json::value storage :
+       {json::value(json::object{{"size", "40Gi"}, {"storageClassName", "fast"}}),
+        json::value(json::object{{"size", "20Gi"}, {"storageClassName", "slow"}}),
+        json::value(json::object{{"size", "20480Mi"}, {"storageClassName", "fast"}}),
+        json::value(nullptr)}) {
+    auto v = update([&](json::value& s) { role(s, 0)["storage"] = storage; });
+    ASSERT_EQ(v.size(), 1u) << json::serialize(storage) << ": " << catalog::join(v);
+    EXPECT_EQ(v[0].to_string(), want);
+  }
+  // Storage on a role without members is free (no volumeClaimTemplate to keep yet).
+  auto v = update([](json::value& s) { role(s, 1)["storage"] = json::object{{"size", "1Gi"}}; });
+  EXPECT_TRUE(v.empty()) << catalog::join(v);
+}
+
+TEST(StackUpdate, RunningRolesMayChangeEveryOtherField) {
   auto v = update([](json::value& s) {
     role(s, 0)["resources"] = json::object{{"requests", {{"cpu", "2"}}}};
-    role(s, 0)["storage"] = json::object{{"size", "40Gi"}, {"storageClassName", "fast"}};
+    role(s, 0)["env"] = json::array{json::object{{"name", "HEAP"}, {"value", "2g"}}};
+    role(s, 0)["affinity"] = json::object{{"nodeAffinity", json::object{}}};
+    role(s, 0)["nodeSelector"] = json::object{{"disk", "ssd"}};
+    role(s, 0)["tolerations"] = json::array{json::object{{"key", "k"}, {"operator", "Exists"}}};
     role(s, 0)["serviceAccountName"] = "other";
+    role(s, 0)["maxUnavailable"] = 2;
+    set_app(s, "cassandra-r2");
   });
-  ASSERT_EQ(v.size(), 3u) << catalog::join(v);
-  EXPECT_EQ(v[0].field, "spec.roles[0].resources");
-  EXPECT_NE(v[0].reason.find("cannot be changed while role \"seed\" has members"),
-            std::string::npos);
-  EXPECT_EQ(v[1].field, "spec.roles[0].serviceAccountName");
-  EXPECT_EQ(v[2].field, "spec.roles[0].storage");
+  EXPECT_TRUE(v.empty()) << catalog::join(v);
 }
 
 TEST(StackUpdate, RunningRolesMayScaleAndRelabel) {
