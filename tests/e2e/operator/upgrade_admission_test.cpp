@@ -117,6 +117,7 @@ void expect_app_refused(const kube::Result<json::value>& answer, const std::stri
   const auto what = fmt::format("{} -> {}{}", from, to, dry_run ? " (dry run)" : "");
   ASSERT_FALSE(answer) << what << " was admitted";
   const auto message = answer.error().to_string();
+  if (!dry_run) std::cout << "[ admission ] " << message << "\n";
   EXPECT_TRUE(answer.error().is(kube::ErrorKind::kForbidden) ||
               answer.error().is(kube::ErrorKind::kInvalid))
       << what << ": " << message;
@@ -184,6 +185,7 @@ TEST_F(UpgradeAdmission, ARoleWithMembersMayChangeItsResourcesButNotItsStorage) 
     ASSERT_FALSE(grown) << "a storage size change of a running role was admitted"
                         << (dry_run ? " (dry run)" : "");
     const auto message = grown.error().to_string();
+    if (!dry_run) std::cout << "[ admission ] " << message << "\n";
     EXPECT_NE(message.find(kDenied), std::string::npos) << message;
     EXPECT_NE(message.find(R"(spec.roles[0].storage: cannot change while role "solo" has members)"),
               std::string::npos)

@@ -8,8 +8,9 @@
 // its hook run before and its new pod configured with --upgrade-from; never two members
 // unavailable at once (maxUnavailable 1); at the end of each rollout the Stack is Ready with
 // every member on the StatefulSet's update revision.
-// Kills: 10 by default (KSTACK_E2E_ROLLOUT_KILLS=N), spread over at least three rollouts; the
-// seed is printed (KSTACK_E2E_SEED replays one).
+// Kills: 10 by default (KSTACK_E2E_ROLLOUT_KILLS=N), spread over at least three rollouts, each
+// kind of moment at least once; the seed is printed (KSTACK_E2E_SEED replays one). About two
+// and a half minutes: a restarted operator waits out its predecessor's 8 s Lease.
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -148,6 +149,20 @@ std::vector<Kill> plan_kills(int count, std::mt19937& rng) {
     kills.push_back(k);
   }
   return kills;
+}
+
+// The kills of every rollout: `kills` spread evenly over `rollouts`, drawn again until each
+// kind of moment is among them (when there are enough kills for that).
+std::vector<std::vector<Kill>> plan_run(int kills, int rollouts, std::mt19937& rng) {
+  for (int attempt = 0;; ++attempt) {
+    std::vector<std::vector<Kill>> plan;
+    std::set<Moment> kinds;
+    for (int r = 0; r < rollouts; ++r) {
+      plan.push_back(plan_kills(kills / rollouts + (r < kills % rollouts ? 1 : 0), rng));
+      for (const auto& k : plan.back()) kinds.insert(k.moment);
+    }
+    if (static_cast<int>(kinds.size()) >= std::min(kills, kMoments) || attempt == 100) return plan;
+  }
 }
 
 // Whether a journal entry is the event of `kill` in a rollout to `app` whose member pods had
@@ -317,10 +332,12 @@ class RolloutKillTest : public ReconcilerTest {
       return std::nullopt;
     }
     running_.kill_now();
-    std::cout << fmt::format("[ rollout ] kill {}: member {} {}{}, +{} ms: SIGKILL at {:.1f} s\n",
-                             number, kill.member, to_string(kill.moment),
-                             seen_already ? " (seen while it waited for the Lease)" : "",
-                             kill.delay_ms, journal_.now());
+    std::cout << fmt::format(
+        "[ rollout ] kill {}: member {} {}{}, +{} ms: SIGKILL at {:.1f} s\n", number, kill.member,
+        to_string(kill.moment),
+        seen_already ? " (came while the restarted operator waited for the Lease: once it leads)"
+                     : "",
+        kill.delay_ms, journal_.now());
     start_operator();
     if (!wait_leading()) {
       ADD_FAILURE() << "the restarted operator does not lead";
@@ -404,6 +421,7 @@ TEST_F(RolloutKillTest, KilledDuringRollingUpgradesEveryMemberStillMovesOnceInOr
   std::cout << "[ rollout ] " << kills << " kills over " << rollouts << " rollouts, seed " << seed
             << "\n";
   std::mt19937 rng(seed);
+  const auto plans = plan_run(kills, rollouts, rng);
 
   ScriptListener scripts(journal_);
   create_version(0, scripts.port());
@@ -437,9 +455,7 @@ TEST_F(RolloutKillTest, KilledDuringRollingUpgradesEveryMemberStillMovesOnceInOr
     const auto old_uid = current_uids();
     const std::size_t begin = begin_next;
     const double started = journal_.now();
-    const int share =
-        (kills - killed) / (rollouts - r) + ((kills - killed) % (rollouts - r) ? 1 : 0);
-    const auto plan = plan_kills(share, rng);
+    const auto& plan = plans[static_cast<std::size_t>(r)];
     auto patched = client_->patch(kStacks, ns_, kStack, kube::PatchType::kMerge,
                                   json::serialize(json::value{{"spec", {{"app", kApps[to_v]}}}}));
     ASSERT_TRUE(patched) << patched.error().to_string();
