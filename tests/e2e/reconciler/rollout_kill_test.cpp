@@ -24,84 +24,27 @@
 #include <boost/json.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 
 #include "catalog/model.h"
-#include "tests/e2e/reconciler/rollout_journal.h"
-#include "tests/e2e/reconciler/support.h"
-#include "tests/e2e/setup/package_fixture.h"
-#include "tests/testenv/process.h"
+#include "tests/e2e/reconciler/rollout_fixture.h"
 
 namespace kstack::testenv::e2e {
 namespace {
 
 namespace json = boost::json;
 using namespace std::chrono_literals;
-using catalog::resources::kAppTypes;
-using catalog::resources::kStacks;
 using Kind = JournalEntry::Kind;
 
-constexpr int kMembers = 4;
-constexpr const char* kStack = "roll";
-constexpr const char* kRole = "member";
-constexpr const char* kImage = "kstack-test/probed:1";
-const std::string kApps[2] = {"roll-v1", "roll-v2"};
-const std::string kVersions[2] = {"v1", "v2"};
-constexpr std::chrono::milliseconds kStopGrace{15000};
+constexpr int kMembers = kRollMembers;
+const auto& kApps = kRollApps;
+const auto& kVersions = kRollVersions;
 // One member's move takes a few seconds and a restarted operator waits out the Lease of the
-// one it replaces (kLeaseDuration): anything near this bound is a stuck rollout.
+// one it replaces: anything near this bound is a stuck rollout.
 constexpr std::chrono::seconds kEventTimeout{120};
-constexpr const char* kLeaseDuration = "8s";
-
-const ConfigureEnvironment kProbedImage([](EnvironmentOptions& options) {
-  options.node.images[kImage] =
-      std::filesystem::path(KSTACK_SOURCE_DIR) / "tests/e2e/stack_setup/testdata/probed-image";
-});
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read before threads
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
-}
-
-std::string base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
-std::string member_pod(int ordinal) { return fmt::format("{}-{}-{}", kStack, kRole, ordinal); }
-
-// Tells the test about every call, then --configure makes the member Ready (the role's
-// readinessProbe tests /tmp/ready, in the container's own /tmp) and --preupgrade takes a second,
-// as a hook that drains its daemon would. Both are idempotent.
-std::string startscript(std::string_view version, std::uint16_t port) {
-  return fmt::format(R"sh(#!/bin/sh
-# The rollout kill test's startscript (tests/e2e/reconciler/rollout_kill_test.cpp), package {v}.
-. /etc/kstack/env || exit 4
-tell() {{
-  line="$KSTACK_POD	{v}	$1"
-  shift
-  for a in "$@"; do line="$line	$a"; done
-  curl -fsS -m 5 -o /dev/null --data-binary "$line" http://127.0.0.1:{port}/notify || true
-}}
-case "$1" in
---configure)
-  tell configure "$@"
-  touch /tmp/ready ;;
---preupgrade)
-  tell preupgrade-start "$@"
-  date +%s.%N >>/opt/kstack/preupgrade.log
-  sleep 1
-  tell preupgrade-end "$@" ;;
-*)
-  tell other "$@" ;;
-esac
-exit 0
-)sh",
-                     fmt::arg("v", version), fmt::arg("port", port));
 }
 
 // The moments of one member's move, in the order they happen.
@@ -169,7 +112,7 @@ std::vector<std::vector<Kill>> plan_run(int kills, int rollouts, std::mt19937& r
 // `old_uid` before it.
 bool is_moment(const JournalEntry& e, const Kill& kill, const std::string& app,
                const std::map<std::string, std::string>& old_uid) {
-  const auto pod = member_pod(kill.member);
+  const auto pod = roll_pod(kill.member);
   if (e.pod != pod) return false;
   const auto& old = old_uid.at(pod);
   switch (kill.moment) {
@@ -186,126 +129,8 @@ bool is_moment(const JournalEntry& e, const Kill& kill, const std::string& app,
   return false;
 }
 
-// The Stack has finished its rollout to `app`: Ready, every member on the update revision.
-bool rolled_to(const json::value& stack, const std::string& app) {
-  const auto revision = str_at(stack, "/status/roles/0/updateRevision");
-  if (!stack_ready(stack) || revision.empty() ||
-      int_at(stack, "/status/updatedMembers") != kMembers) {
-    return false;
-  }
-  const auto members = status_members(stack, kRole);
-  return members.size() == kMembers &&
-         std::all_of(members.begin(), members.end(), [&](const auto& m) {
-           return str_at(m.second, "/templateRevision") == revision &&
-                  str_at(m.second, "/app") == app;
-         });
-}
-
-// Pods by member, replayed from journal entries.
-struct PodState {
-  std::string uid;
-  bool ready = false;
-  bool deleting = false;
-};
-void replay(std::map<std::string, PodState>& pods, const JournalEntry& e) {
-  if (e.kind == Kind::kPod) pods[e.pod] = {e.uid, e.ready, e.deleting};
-  if (e.kind == Kind::kGone && pods.count(e.pod) != 0 && pods[e.pod].uid == e.uid)
-    pods.erase(e.pod);
-}
-int unavailable(const std::map<std::string, PodState>& pods) {
-  int n = 0;
-  for (int i = 0; i < kMembers; ++i) {
-    auto it = pods.find(member_pod(i));
-    if (it == pods.end() || !it->second.ready || it->second.deleting) ++n;
-  }
-  return n;
-}
-
-class RolloutKillTest : public ReconcilerTest {
+class RolloutKillTest : public RolloutTest {
  protected:
-  void TearDown() override {
-    pods_.reset();
-    if (running_.running()) {
-      auto deleted = delete_stacks(*client_, ns_, 90s);
-      EXPECT_TRUE(deleted) << deleted.error();
-      running_.stop(kStopGrace);
-      EXPECT_EQ(running_.how_it_ended(), "exited with status 0") << "kstack operator on SIGTERM";
-    }
-    if (HasFailure()) {
-      print_logs();
-      std::cout << "---- journal:\n";
-      for (const auto& e : journal_.entries()) std::cout << "  " << e.describe() << "\n";
-    }
-    ReconcilerTest::TearDown();
-  }
-
-  void start_operator() {
-    auto& cp = control_plane();
-    const auto log = cp.work_dir() / fmt::format("kstack-operator-rollout-{}.log", logs_.size());
-    // As operator_kill_test.cpp: no webhook, no fixed ports, leader election on (each restart
-    // takes over the Lease of a SIGKILLed leader), 1 s Lease requests.
-    std::vector<std::string> argv = {KSTACK_BINARY, "operator", "--kubeconfig",
-                                     cp.kubeconfig_for(kOperatorUser).string()};
-    argv.insert(argv.end(), {"--namespace", kOperatorNamespace, "--workers", "4", "--resync-period",
-                             "60", "--poll-interval-ms", "300"});
-    argv.insert(argv.end(), {"--no-webhook", "--metrics-port", "0", "--probe-port", "0"});
-    argv.insert(argv.end(), {"--lease-duration", kLeaseDuration, "--renew-deadline", "4s",
-                             "--retry-period", "1s"});
-    auto child = spawn("kstack-operator", argv, log);
-    ASSERT_TRUE(child) << child.error();
-    running_ = std::move(*child);
-    logs_.push_back(log);
-  }
-
-  // Until the running operator logged that it leads (it reconciles only then). Its log is a
-  // file of another process: polled.
-  bool wait_leading() {
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (read_file(logs_.back()).find(" leads ") != std::string::npos) return true;
-      if (!running_.running()) return false;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
-  }
-
-  void print_logs() {
-    for (std::size_t i = 0; i < logs_.size(); ++i) {
-      const bool last = i + 1 == logs_.size();
-      std::cout << "---- kstack operator run " << i << " (" << logs_[i].string() << "), last "
-                << (last ? 60 : 10) << " lines:\n"
-                << tail_file(logs_[i], last ? 60 : 10) << "\n";
-    }
-  }
-
-  void create_version(int v, std::uint16_t port) {
-    const auto package =
-        executor::testing::make_package({{"startscript", startscript(kVersions[v], port)}});
-    const auto configmap = kApps[v] + "-setup";
-    create(kube::resources::kConfigMaps,
-           json::value{{"apiVersion", "v1"},
-                       {"kind", "ConfigMap"},
-                       {"metadata", {{"name", configmap}, {"namespace", ns_}}},
-                       {"binaryData", {{"setup.tgz", base64(package)}}}});
-    auto app = fixture("rollout-apptype.yaml", ns_, kApps[v]);
-    auto& spec = app.at("spec").as_object();
-    spec["version"] = v == 0 ? "1.0" : "2.0";
-    spec["defaultConfigPackage"] =
-        json::object{{"packageURL", fmt::format("configmap://{}/setup.tgz", configmap)},
-                     {"sha256", executor::testing::sha256_hex(package)}};
-    spec["upgradeFrom"] = json::array{json::value(kApps[1 - v])};
-    create(kAppTypes, app);
-  }
-
-  // The member pods' uids now (from the journal).
-  std::map<std::string, std::string> current_uids() {
-    std::map<std::string, PodState> pods;
-    for (const auto& e : journal_.entries()) replay(pods, e);
-    std::map<std::string, std::string> uids;
-    for (int i = 0; i < kMembers; ++i) uids[member_pod(i)] = pods[member_pod(i)].uid;
-    return uids;
-  }
-
   // Waits for the moment of `kill` (from journal index `from`), then SIGKILLs and restarts the
   // operator; the index after the entry it acted on (nullopt, with a failure, when the event
   // did not come or the operator had died on its own).
@@ -323,7 +148,7 @@ class RolloutKillTest : public ReconcilerTest {
     if (!at) {
       ADD_FAILURE() << "no event for kill " << number << " (member " << kill.member << " "
                     << to_string(kill.moment) << ") in " << kEventTimeout.count() << " s\n"
-                    << describe_stack(*client_, ns_, kStack);
+                    << describe_stack(*client_, ns_, kRollStack);
       return std::nullopt;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(kill.delay_ms));
@@ -382,7 +207,7 @@ class RolloutKillTest : public ReconcilerTest {
     }
     std::string summary;
     for (int m = kMembers - 1; m >= 0; --m) {
-      const auto pod = member_pod(m);
+      const auto pod = roll_pod(m);
       EXPECT_EQ(new_uids[pod].size(), 1u)
           << "rollout " << number << ": " << pod << " should have moved exactly once";
       EXPECT_EQ(deleted_at.count(pod), 1u) << "rollout " << number << ": " << pod << " never moved";
@@ -392,24 +217,18 @@ class RolloutKillTest : public ReconcilerTest {
           << "rollout " << number << ": " << pod << "'s new pod was not configured with "
           << "--upgrade-from " << kApps[from_v];
       if (m + 1 < kMembers && deleted_at.count(pod) != 0 &&
-          deleted_at.count(member_pod(m + 1)) != 0) {
-        EXPECT_GT(deleted_at[pod], deleted_at[member_pod(m + 1)])
-            << "rollout " << number << ": " << pod << " moved before " << member_pod(m + 1);
+          deleted_at.count(roll_pod(m + 1)) != 0) {
+        EXPECT_GT(deleted_at[pod], deleted_at[roll_pod(m + 1)])
+            << "rollout " << number << ": " << pod << " moved before " << roll_pod(m + 1);
       }
       summary += fmt::format(" {}:{}", m, hooks[pod]);
     }
     std::cout << "[ rollout ] rollout " << number << " " << kApps[from_v] << " -> " << kApps[to_v]
               << ": --preupgrade runs per member (3..0)" << summary << "\n";
   }
-
-  Journal journal_;
-  std::unique_ptr<PodWatch> pods_;
-  ChildProcess running_;
-  std::vector<std::filesystem::path> logs_;
 };
 
 TEST_F(RolloutKillTest, KilledDuringRollingUpgradesEveryMemberStillMovesOnceInOrderOneAtATime) {
-  ASSERT_TRUE(install_operator_rbac());
   const int kills = env_int("KSTACK_E2E_ROLLOUT_KILLS", 10);
   unsigned seed = std::random_device{}();
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread of this test starts
@@ -423,28 +242,7 @@ TEST_F(RolloutKillTest, KilledDuringRollingUpgradesEveryMemberStillMovesOnceInOr
   std::mt19937 rng(seed);
   const auto plans = plan_run(kills, rollouts, rng);
 
-  ScriptListener scripts(journal_);
-  create_version(0, scripts.port());
-  create_version(1, scripts.port());
-  create(kStacks, fixture("rollout-stack.yaml", ns_));
-  pods_ = std::make_unique<PodWatch>(client_, ns_, stack_selector(kStack), journal_);
-  ASSERT_NO_FATAL_FAILURE(start_operator());
-  auto created = wait_stack_ready(*client_, ns_, kStack);
-  ASSERT_TRUE(created) << created.error();
-  std::cout << fmt::format("[ rollout ] {} members of {} Ready at {:.1f} s\n", kMembers, kApps[0],
-                           journal_.now());
-  // The startscript's reports reach the test (the kill moments of hooks depend on them).
-  std::set<std::string> configured;
-  auto reported = journal_.wait(
-      0,
-      [&](const JournalEntry& e) {
-        if (e.kind == Kind::kScript && e.script.size() > 1 && e.script[1] == "configure") {
-          configured.insert(e.pod);
-        }
-        return configured.size() == kMembers;
-      },
-      10s);
-  ASSERT_TRUE(reported) << "startscript reports from " << configured.size() << " members";
+  ASSERT_NO_FATAL_FAILURE(create_stack());
 
   const std::size_t first = journal_.size();
   std::size_t begin_next = first;  // rollouts' entries are contiguous: nothing falls between
@@ -456,9 +254,7 @@ TEST_F(RolloutKillTest, KilledDuringRollingUpgradesEveryMemberStillMovesOnceInOr
     const std::size_t begin = begin_next;
     const double started = journal_.now();
     const auto& plan = plans[static_cast<std::size_t>(r)];
-    auto patched = client_->patch(kStacks, ns_, kStack, kube::PatchType::kMerge,
-                                  json::serialize(json::value{{"spec", {{"app", kApps[to_v]}}}}));
-    ASSERT_TRUE(patched) << patched.error().to_string();
+    ASSERT_NO_FATAL_FAILURE(set_app(kApps[to_v]));
 
     std::size_t cursor = begin;
     for (const auto& kill : plan) {
@@ -466,48 +262,16 @@ TEST_F(RolloutKillTest, KilledDuringRollingUpgradesEveryMemberStillMovesOnceInOr
       ASSERT_TRUE(next) << "kill " << killed << " of rollout " << r;
       cursor = *next;
     }
-    auto done = wait_for_object(
-        *client_, kStacks, ns_, kStack,
-        [&](const json::value& s) { return rolled_to(s, kApps[to_v]); }, kConvergeTimeout);
-    ASSERT_TRUE(done) << "rollout " << r << " to " << kApps[to_v] << ": " << done.error() << "\n"
-                      << describe_stack(*client_, ns_, kStack);
-    // The StatefulSet agrees: every replica ready on the revision the members report.
-    const auto revision = str_at(*done, "/status/roles/0/updateRevision");
-    const auto set_name = str_at(*done, "/status/roles/0/statefulSet");
-    auto set = wait_for_object(
-        *client_, kube::resources::kStatefulSets, ns_, set_name,
-        [&](const json::value& s) {
-          return rolled_out(s) && str_at(s, "/status/updateRevision") == revision;
-        },
-        30s);
-    EXPECT_TRUE(set) << "StatefulSet " << set_name << " not rolled out to " << revision << ": "
-                     << set.error();
-    // The pod watch may lag behind the Stack's status: until it saw every member's new pod
-    // Ready (replayed from the rollout's start, in the journal's own order).
-    std::map<std::string, PodState> now;
-    auto before = journal_.entries();
-    before.resize(begin);
-    for (const auto& e : before) replay(now, e);
-    auto settled = journal_.wait(
-        begin,
-        [&](const JournalEntry& e) {
-          replay(now, e);
-          return unavailable(now) == 0 &&
-                 std::none_of(old_uid.begin(), old_uid.end(), [&](const auto& u) {
-                   return now.count(u.first) != 0 && now.at(u.first).uid == u.second;
-                 });
-        },
-        10s);
-    EXPECT_TRUE(settled) << "the pod watch did not see every member move";
-    const std::size_t end = settled ? *settled + 1 : journal_.size();
+    const auto end = wait_rolled(kApps[to_v], begin);
+    ASSERT_TRUE(end) << "rollout " << r << " to " << kApps[to_v];
     std::cout << fmt::format("[ rollout ] rollout {} {} -> {}: {} kills, done in {:.1f} s\n", r,
                              kApps[from_v], kApps[to_v], plan.size(), journal_.now() - started);
-    check_rollout(r, begin, end, from_v, to_v, old_uid);
-    begin_next = end;
+    check_rollout(r, begin, *end, from_v, to_v, old_uid);
+    begin_next = *end;
   }
 
   // Never two members unavailable at once, from the first rollout to the end.
-  std::map<std::string, PodState> pods;
+  PodStates pods;
   const auto entries = journal_.entries();
   for (std::size_t i = 0; i < first; ++i) replay(pods, entries[i]);
   int worst = unavailable(pods);
