@@ -87,6 +87,18 @@ json::array volume_mounts(const std::vector<std::string>& persist_dirs, bool has
   return mounts;
 }
 
+// 64-bit FNV-1a in hex: the same bytes give the same digest in every build and on every
+// machine (std::hash does not promise that), which a value stored in the cluster needs. Not a
+// security property: it only tells templates apart.
+std::string template_digest(std::string_view text) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
 json::object metadata(std::string_view name, const Stack& stack, json::object labels,
                       json::object annotations = {}) {
   json::object md{{"name", name},
@@ -145,6 +157,9 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
 
   json::object template_md{{"labels", std::move(pod_labels)},
                            {"annotations", std::move(pod_annotations)}};
+  const json::object pod_template{{"metadata", template_md}, {"spec", pod_spec}};
+  template_md["annotations"].as_object()[kAnnotationTemplateHash] =
+      template_digest(json::serialize(pod_template));
 
   // kstack moves the partition (plan_rollout.cpp): members below it keep their template until
   // kstack lets them go, one at a time.

@@ -29,6 +29,10 @@ inline constexpr std::string_view kLabelRevision = "controller-revision-hash";
 // members roll to it (docs/api.md "Upgrades").
 inline constexpr std::string_view kAnnotationApp = "kstack.io/app";
 inline constexpr std::string_view kAnnotationSetupPackage = "kstack.io/setup-package";
+// On the pod template: a digest of the rest of the template. A field the Stack no longer sets
+// (an env list removed) changes it, so the StatefulSet is written even though its live template
+// still covers the smaller one, and server-side apply removes the field.
+inline constexpr std::string_view kAnnotationTemplateHash = "kstack.io/template-hash";
 // The single container of every member pod.
 inline constexpr std::string_view kContainerName = "app";
 // Writable emptyDirs every member container gets, so that any image, root or not, can be set

@@ -43,6 +43,16 @@ bool template_covered(const json::value& live, const json::value& desired) {
   return l != nullptr && d != nullptr && executor::covers(*l, *d);
 }
 
+// A script's output for a condition message: the end of its stderr (else stdout), one line.
+std::string output_of(std::string_view stderr_tail, std::string_view stdout_tail) {
+  std::string_view text = stderr_tail.empty() ? stdout_tail : stderr_tail;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  if (text.empty()) return {};
+  std::string out = last_lines(text, 512);
+  std::replace(out.begin(), out.end(), '\n', ' ');
+  return fmt::format(" (output: {})", out);
+}
+
 void forget_hook(catalog::MemberStateDetail& d) {
   d.preupgrade_revision.clear();
   d.preupgrade_container.clear();
@@ -226,12 +236,14 @@ std::string RoleRollout::failure() const {
     const auto& d = c.m->state_detail;
     if (d.preupgrade_revision == update_ && !d.preupgrade_succeeded &&
         d.preupgrade_container == c.pod.container_id) {
-      return fmt::format("member {}: {}", c.m->pod, d.upgrade_error);
+      return fmt::format("member {}: {}{}", c.m->pod, d.upgrade_error,
+                         output_of(d.preupgrade_stderr, d.preupgrade_stdout));
     }
     if (c.at_update && c.m->state == catalog::kMemberConfigError &&
         !d.last_configured_revision.empty() && d.last_configured_revision != c.pod.revision) {
-      return fmt::format("member {} moved to revision {} and its setup failed: {}", c.m->pod,
-                         update_, d.config_error_detail);
+      return fmt::format("member {} moved to revision {} and its setup failed: {}{}", c.m->pod,
+                         update_, d.config_error_detail,
+                         output_of(d.start_script_stderr_message, d.start_script_stdout_message));
     }
   }
   return {};

@@ -53,6 +53,15 @@ struct MemberSetup {
     return !d.last_configured_revision.empty() && !pod.revision.empty() &&
            d.last_configured_revision != pod.revision;
   }
+  // The AppType the pod's template was made from.
+  std::string app_now() const { return pod.app.empty() ? p.stack().spec.app : pod.app; }
+  // Moved to another AppType: --configure gets --upgrade-from and configmeta/env say from what.
+  // Within the same AppType (resources, env, ... changed) it is set up as any new pod is, so a
+  // package that knows no --upgrade-from is not broken by a change of the role's values.
+  bool app_changed() const {
+    return upgrading() && !m.state_detail.last_configured_app.empty() &&
+           m.state_detail.last_configured_app != app_now();
+  }
 
   // The outcome of `kind`, or nullptr while it runs (started now, or still in flight).
   const SetupOutcome* step(SetupStepKind kind) {
@@ -75,7 +84,7 @@ struct MemberSetup {
       s.package = *role.package;
       s.package_namespace = p.app->namespace_name;
     }
-    if (kind == SetupStepKind::kStartConfigure && upgrading()) {
+    if (kind == SetupStepKind::kStartConfigure && app_changed()) {
       s.arguments = {"--upgrade-from", m.state_detail.last_configured_app};
     }
     p.out.setup_steps.push_back(std::move(s));
@@ -98,7 +107,7 @@ struct MemberSetup {
     const ConfigMember self{role.id, m.pod, p.desired->fqdn(m.pod), m.node_id};
     const UpgradeFrom from{m.state_detail.last_configured_app,
                            m.state_detail.last_configured_revision};
-    const UpgradeFrom* upgrade = upgrading() ? &from : nullptr;
+    const UpgradeFrom* upgrade = app_changed() ? &from : nullptr;
     s.configmeta = configmeta_text(in, self, upgrade);
     s.env = env_file(in, self, upgrade);
   }
@@ -155,7 +164,7 @@ struct MemberSetup {
   void record_revision() {
     auto& d = m.state_detail;
     d.last_configured_revision = pod.revision;
-    d.last_configured_app = pod.app.empty() ? p.stack().spec.app : pod.app;
+    d.last_configured_app = app_now();
   }
 
   void refresh();

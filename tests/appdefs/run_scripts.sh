@@ -67,13 +67,15 @@ snapshot() {
     while IFS= read -r f; do printf '%s %s\n' "$(cksum <"$f")" "$f"; done)
 }
 
-# run APP ROOT ARGS...: the startscript against ROOT; exit code in $rc, output in ROOT.out
+# run APP ROOT ARGS...: the startscript against ROOT; exit code in $rc, output in ROOT.out. The
+# package is appdefs/APP/setup, or the directory $PKG when set (a package version under test).
+PKG=
 run() {
   _app=$1
   _root=$2
   shift 2
   rc=0
-  KSTACK_ROOT=$_root PATH=$SCRIPT_PATH /bin/sh "$appdefs/$_app/setup/startscript" "$@" \
+  KSTACK_ROOT=$_root PATH=$SCRIPT_PATH /bin/sh "${PKG:-$appdefs/$_app/setup}/startscript" "$@" \
     >"$_root.out" 2>&1 || rc=$?
 }
 # step APP ROOT ARGS...: run twice; both must exit 0 and leave the same files behind.
@@ -339,6 +341,213 @@ run etcd "$r0" --addnodes --role member --fqdns "$M3"
 expect_no_grep "$r0/var/lib/etcd/kstack-members/member" "$M3"
 expect_grep "$r0/var/lib/etcd/kstack-etcdctl.log" "failed: member add etcd-member-3: no member of the cluster answers"
 SCRIPT_PATH=$BASE_PATH
+
+# ---- etcd: live upgrades (--configure --upgrade-from, --preupgrade, --upgradenodes, and the
+# package's optional etcd.settings) ----
+U=$tmp/etcd-upgrade
+members etcd "$U" >"$U.members"
+for n in 0 1 2; do
+  mkdir -p "$U/etcd-member-$n/etc"
+  printf '127.0.0.1\tlocalhost\n10.0.1.%s\t%s\tetcd-member-%s\n' "$((n + 10))" "$(domain_of etcd "etcd-member-$n")" "$n" >"$U/etcd-member-$n/etc/hosts"
+  step etcd "$U/etcd-member-$n" --configure
+done
+u2=$U/etcd-member-2
+uconf=$u2/opt/kstack/etcd/etcd.conf.yml
+mkdir -p "$u2/var/lib/etcd/data/member/wal" # it ran: its data is on the volume
+# everything: every file with its digest, logs included (a refused invocation logs nothing)
+snapshot_all() { (cd "$1" && find . -type f | LC_ALL=C sort | while IFS= read -r f; do printf '%s %s\n' "$(cksum <"$f")" "$f"; done); }
+# A new pod of the member, with its volume: the upgrade's --configure rejoins as the member it is.
+rm -rf "$u2/opt/kstack/etcd"
+step etcd "$u2" --configure --upgrade-from etcd
+expect_grep "$uconf" "name: 'etcd-member-2'"
+expect_grep "$uconf" "initial-cluster-state: 'existing'"
+expect_grep "$uconf" "heartbeat-interval: 200"
+expect_no_grep "$uconf" "etcd.settings"
+[ -d "$u2/var/lib/etcd/data/member/wal" ] || fail "etcd --upgrade-from moved the member's data"
+expect_lines "$u2/var/lib/etcd/kstack-setup.log" "--configure --upgrade-from etcd" 2
+# A package version with etcd.settings: its values reach the config (a copy of the package).
+P2=$tmp/etcd-next-package
+mkdir -p "$P2"
+cp "$appdefs/etcd/setup/startscript" "$P2/"
+printf '# etcd-next\nsnapshot-count=20000\n\nheartbeat-interval=250\nelection-timeout=2500\nauto-compaction-mode=revision\nauto-compaction-retention=1h\nquota-backend-bytes=0\nlog-level=warn\n' >"$P2/etcd.settings"
+PKG=$P2
+step etcd "$u2" --configure --upgrade-from etcd
+expect_grep "$uconf" "name: 'etcd-member-2'"
+expect_grep "$uconf" "heartbeat-interval: 250"
+expect_grep "$uconf" "election-timeout: 2500"
+expect_grep "$uconf" "# From the package's etcd.settings."
+expect_grep "$uconf" "snapshot-count: 20000"
+expect_grep "$uconf" "auto-compaction-mode: revision"
+expect_grep "$uconf" "auto-compaction-retention: '1h'"
+expect_grep "$uconf" "quota-backend-bytes: 0"
+expect_grep "$uconf" "log-level: warn"
+expect_lines "$uconf" "heartbeat-interval" 1
+# Hostile settings: refused with exit 2 before anything is touched (also by --preupgrade, which
+# runs from the new package in the old container: a broken package stops there).
+cp "$P2/etcd.settings" "$tmp/settings.saved"
+snapshot_all "$u2" >"$tmp/before"
+for bad in "snapshot-count=1e5" "snapshot-count=0" "snapshot-count=007" "snapshot-count= 5" \
+  "snapshot-count=5
+snapshot-count=6" "heartbeat-interval=500" "election-timeout=100000" "log-level=trace" \
+  "auto-compaction-mode=hourly" "auto-compaction-retention=1d" "auto-compaction-retention=h" \
+  "quota-backend-bytes=99999999999" "max-request-bytes=-1" "data-dir=/tmp/evil" \
+  "snapshot-count=5
+name: evil" "snapshot-count" "snapshot-count=\$(id)" "log-level=warn'
+name: 'evil"; do
+  printf '%s\n' "$bad" >"$P2/etcd.settings"
+  run etcd "$u2" --configure --upgrade-from etcd
+  [ "$rc" -eq 2 ] || fail "etcd accepted the setting '$bad' (exit $rc)"
+  run etcd "$u2" --preupgrade --from-app etcd --to-app etcd-next
+  [ "$rc" -eq 2 ] || fail "etcd --preupgrade accepted the setting '$bad' (exit $rc)"
+done
+cp "$tmp/settings.saved" "$P2/etcd.settings"
+snapshot_all "$u2" >"$tmp/after"
+cmp -s "$tmp/before" "$tmp/after" || fail "refused etcd settings changed files"
+# Hostile or malformed upgrade arguments: exit 2, nothing touched (logs included).
+PKG=
+for bad in "Etcd" "etcd next" "etcd;id" "\$(id)" "-etcd" "etcd-" ".etcd" "etcd..next" "etcd.-x" \
+  "" "etcd
+next" "$(awk 'BEGIN { while (i++ < 254) printf "a" }')"; do
+  run etcd "$u2" --configure --upgrade-from "$bad"
+  [ "$rc" -eq 2 ] || fail "etcd accepted --upgrade-from '$bad' (exit $rc)"
+  run etcd "$u2" --preupgrade --from-app etcd --to-app "$bad"
+  [ "$rc" -eq 2 ] || fail "etcd accepted --to-app '$bad' (exit $rc)"
+  run etcd "$u2" --preupgrade --from-app "$bad" --to-app etcd-next
+  [ "$rc" -eq 2 ] || fail "etcd accepted --from-app '$bad' (exit $rc)"
+done
+for args in "--configure --upgrade-from" "--preupgrade" "--preupgrade --from-app etcd" \
+  "--preupgrade --configure --to-app etcd-next" "--preupgrade --upgradenodes --to-app etcd-next" \
+  "--addnodes --role member --fqdns $M1 --upgrade-from etcd" "--configure --to-app etcd-next" \
+  "--preupgrade --to-app etcd-next --upgrade-from etcd" "--upgradenodes --fqdns $M1" \
+  "--upgradenodes --role member --fqdns x;id" "--upgradenodes --role member --fqdns"; do
+  # shellcheck disable=SC2086 # split on purpose: the arguments
+  run etcd "$u2" $args
+  [ "$rc" -eq 2 ] || fail "etcd accepted '$args' (exit $rc)"
+done
+snapshot_all "$u2" >"$tmp/after"
+cmp -s "$tmp/before" "$tmp/after" || fail "refused etcd upgrade arguments changed files"
+# --upgradenodes: nothing for etcd to do (the moved members kept their ids); the membership it
+# keeps stays as it was.
+snapshot "$u2" actions >"$tmp/before"
+step etcd "$u2" --upgradenodes --role member --fqdns "$(domain_of etcd etcd-member-2)"
+step etcd "$u2" --upgradenodes --role other --fqdns "$M1"
+snapshot "$u2" actions >"$tmp/after"
+cmp -s "$tmp/before" "$tmp/after" || fail "etcd --upgradenodes changed files"
+# --preupgrade without etcdctl (these fake roots): nothing to hand over.
+run etcd "$u2" --preupgrade --from-app etcd --to-app etcd-next
+[ "$rc" -eq 0 ] || fail "etcd --preupgrade without etcdctl: exit $rc"
+
+# With etcdctl: a stub that keeps the member list, the leader's id and the members that are down
+# (`endpoint status|health` fail for them) and runs `move-leader` through the leader only.
+cat >"$tmp/stub/etcdctl" <<'STUB'
+#!/bin/sh
+state=${ETCDCTL_STUB_STATE:?}
+touch "$state" "$state.leader" "$state.down"
+printf '%s\n' "$*" >>"$state.calls"
+ep=
+while [ "$#" -gt 0 ]; do case $1 in --endpoints=*) ep=${1#--endpoints=}; shift ;; --*) shift ;; *) break ;; esac; done
+fqdn=${ep#http://}
+fqdn=${fqdn%:*}
+grep -Fqx -- "$fqdn" "$state.down" && { echo "context deadline exceeded" >&2; exit 1; }
+id=$(awk -F', ' -v f="http://$fqdn:2380" '$4 == f { print $1 }' "$state")
+case "$1 $2" in
+  "member list") cat "$state" ;;
+  "member add")
+    printf '%s, unstarted, , %s, , false\n' "id$(($(wc -l <"$state") + 1))" "${4#--peer-urls=}" >>"$state" ;;
+  "member remove") exit 1 ;;
+  "endpoint status")
+    [ -n "$id" ] || exit 1
+    leader=false
+    [ "$id" = "$(cat "$state.leader")" ] && leader=true
+    printf '%s, %s, 3.4.23, 20 kB, %s, false, 2, 8, 8, \n' "$ep" "$id" "$leader" ;;
+  "endpoint health") [ -n "$id" ] || exit 1; echo "$ep is healthy" ;;
+  move-leader*)
+    [ "$id" = "$(cat "$state.leader")" ] || { echo "no leader endpoint given at [$ep]" >&2; exit 1; }
+    grep -q "^$2, started, " "$state" || exit 1
+    echo "$2" >"$state.leader" ;;
+  *) exit 1 ;;
+esac
+STUB
+SCRIPT_PATH=$tmp/stub:$BASE_PATH
+U0=$(domain_of etcd etcd-member-0)
+U1=$(domain_of etcd etcd-member-1)
+U2=$(domain_of etcd etcd-member-2)
+export ETCDCTL_STUB_STATE="$tmp/etcdctl-up.state"
+stub_cluster() { # the three members started, member $1 (ids a0, a1, a2) the leader, none down
+  {
+    for n in 0 1 2; do
+      printf 'a%s, started, etcd-member-%s, http://%s:2380, http://%s:2379, false\n' "$n" "$n" \
+        "$(domain_of etcd "etcd-member-$n")" "$(domain_of etcd "etcd-member-$n")"
+    done
+  } >"$ETCDCTL_STUB_STATE"
+  echo "a$1" >"$ETCDCTL_STUB_STATE.leader"
+  : >"$ETCDCTL_STUB_STATE.down"
+  : >"$ETCDCTL_STUB_STATE.calls"
+}
+leader_is() {
+  if [ "$(cat "$ETCDCTL_STUB_STATE.leader")" = "$1" ]; then ok; else
+    fail "the leader is $(cat "$ETCDCTL_STUB_STATE.leader"), expected $1"
+  fi
+}
+for n in 0 1 2; do printf "export KSTACK_CONFIG_CHANGE_TIMEOUT='2'\n" >>"$U/etcd-member-$n/etc/kstack/env"; done
+stub_cluster 2
+# Not the leader: nothing to do.
+step etcd "$U/etcd-member-0" --preupgrade --from-app etcd --to-app etcd-next
+expect_lines "$ETCDCTL_STUB_STATE.calls" "move-leader" 0
+leader_is a2
+# The leader (member 2, the first kstack moves) hands over to member 0 (no higher ordinal: the
+# lowest, which moves last), once: the second run finds it is not the leader any more.
+run etcd "$u2" --preupgrade --from-app etcd --to-app etcd-next
+[ "$rc" -eq 0 ] || fail "etcd --preupgrade of the leader: exit $rc"
+expect_grep "$u2.out" "etcd preupgrade (etcd -> etcd-next): $U2 handed the leadership to $U0"
+step etcd "$u2" --preupgrade --from-app etcd --to-app etcd-next
+expect_lines "$ETCDCTL_STUB_STATE.calls" "move-leader a0" 1
+expect_lines "$ETCDCTL_STUB_STATE.calls" "move-leader" 1
+leader_is a0
+expect_grep "$u2/var/lib/etcd/kstack-etcdctl.log" "ran: etcdctl --endpoints=http://$U2:2379 move-leader a0 # to etcd-member-0, before the upgrade to etcd-next"
+# Member 0 leads, member 1 is down: a member with a higher ordinal that is healthy (2) takes over.
+echo a0 >"$ETCDCTL_STUB_STATE.leader"
+echo "$U1" >"$ETCDCTL_STUB_STATE.down"
+run etcd "$U/etcd-member-0" --preupgrade --from-app etcd --to-app etcd-next
+[ "$rc" -eq 0 ] || fail "etcd --preupgrade of the leader with one healthy member: exit $rc"
+leader_is a2
+# The leader while no other member is healthy: refused (exit 1, kstack stops the rollout), the
+# leadership where it was.
+stub_cluster 2
+printf '%s\n%s\n' "$U0" "$U1" >"$ETCDCTL_STUB_STATE.down"
+run etcd "$u2" --preupgrade --from-app etcd --to-app etcd-next
+[ "$rc" -eq 1 ] || fail "etcd --preupgrade of a leader without a healthy member: exit $rc"
+expect_grep "$u2.out" "is the Raft leader and could not hand the leadership over within 2s (no other member is healthy)"
+expect_lines "$ETCDCTL_STUB_STATE.calls" "move-leader" 0
+leader_is a2
+# Its own etcd does not answer: it leads nothing.
+printf '%s\n' "$U2" >"$ETCDCTL_STUB_STATE.down"
+step etcd "$u2" --preupgrade --from-app etcd --to-app etcd-next
+expect_grep "$u2.out" "does not answer: it leads nothing"
+# The only member: nobody to hand over to, and nothing to wait for.
+grep -F "$U2" "$ETCDCTL_STUB_STATE" >"$tmp/only" && mv "$tmp/only" "$ETCDCTL_STUB_STATE"
+: >"$ETCDCTL_STUB_STATE.down"
+step etcd "$u2" --preupgrade --from-app etcd --to-app etcd-next
+expect_grep "$u2.out" "is the only member"
+# The upgrade's --configure against the live cluster: it is listed, so no member add or remove
+# (it keeps its id), the cluster's list, state existing, the data in place.
+stub_cluster 0
+rm -rf "$u2/opt/kstack/etcd"
+step etcd "$u2" --configure --upgrade-from etcd
+expect_lines "$ETCDCTL_STUB_STATE.calls" "member add" 0
+expect_lines "$ETCDCTL_STUB_STATE.calls" "member remove" 0
+expect_grep "$uconf" "initial-cluster-state: 'existing'"
+expect_grep "$uconf" "initial-cluster: 'etcd-member-0=http://$U0:2380,etcd-member-1=http://$U1:2380,etcd-member-2=http://$U2:2380'"
+expect_grep "$u2.out" "upgrade from etcd: $U2 rejoins as member a2 with its data"
+[ -d "$u2/var/lib/etcd/data/member/wal" ] || fail "etcd --upgrade-from moved the member's data"
+# A cluster that does not list the member with data: the upgrade fails rather than add it anew.
+sed -i "/$U2/d" "$ETCDCTL_STUB_STATE"
+run etcd "$u2" --configure --upgrade-from etcd
+[ "$rc" -eq 1 ] || fail "etcd --upgrade-from joined a cluster that does not list it: exit $rc"
+expect_lines "$ETCDCTL_STUB_STATE.calls" "member add" 0
+[ -d "$u2/var/lib/etcd/data/member/wal" ] || fail "etcd --upgrade-from moved the data of an unlisted member"
+SCRIPT_PATH=$BASE_PATH
+unset ETCDCTL_STUB_STATE
 
 # ---- redis: primary + 2 replicas -> 3 replicas -> 1 ----
 start_app redis

@@ -61,6 +61,18 @@ std::string quoted_list(const std::vector<std::string>& names) {
   return out;
 }
 
+// Some member of the Stack runs `app`, or its setup last finished in it (status, which only the
+// operator writes).
+bool runs(const catalog::Stack& stack, std::string_view app) {
+  if (!stack.status) return false;
+  for (const auto& r : stack.status->roles) {
+    for (const auto& m : r.members) {
+      if (m.app == app || m.state_detail.last_configured_app == app) return true;
+    }
+  }
+  return false;
+}
+
 bool lists(const catalog::AppType& app, std::string_view from) {
   const auto& f = app.spec.upgrade_from;
   return std::find(f.begin(), f.end(), from) != f.end();
@@ -98,6 +110,12 @@ void check_app_change(const catalog::Stack& old_stack, const catalog::Stack& new
   auto target = catalog.find_app(new_stack.metadata.namespace_name, to, where);
   if (target && target->namespace_name == current->namespace_name &&
       std::find(allowed.begin(), allowed.end(), to) != allowed.end()) {
+    return;
+  }
+  // A rollback: members still run (or were last set up by) that AppType, as the operator's
+  // status says; setting spec.app back moves the others back the same way.
+  if (target && target->namespace_name == current->namespace_name &&
+      target->app.spec.distro_id == distro && runs(old_stack, to)) {
     return;
   }
   if (allowed.empty()) {

@@ -237,6 +237,8 @@ TEST_F(ReconcilerTest, ScalingARoleWalksMembersThroughTheirStatesAndDeletesTheir
     ASSERT_TRUE(patched) << patched.error().to_string();
     auto settled = wait_settled("scale");
     ASSERT_TRUE(settled) << settled.error() << "\nmember states:\n" << recorder.describe();
+    ASSERT_TRUE(recorder.saw(str_at(*settled, "/metadata/resourceVersion"), 30s))
+        << "the recorder's watch never delivered the settled version";
     std::cout << "[ scale ] workers -> " << workers << ": ready after " << seconds_since(start)
               << " s\n";
     EXPECT_EQ(str_at(*settled, "/status/memberSummary"), summary);

@@ -399,6 +399,8 @@ void StackStateRecorder::run(std::string resource_version) {
 
 void StackStateRecorder::record(const json::value& stack) {
   std::lock_guard lock(mu_);
+  seen_.insert(str_at(stack, "/metadata/resourceVersion"));
+  seen_cv_.notify_all();
   std::map<std::string, std::string> now;
   boost::system::error_code ec;
   if (const auto* roles = stack.find_pointer("/status/roles", ec); roles && roles->is_array()) {
@@ -417,6 +419,12 @@ void StackStateRecorder::record(const json::value& stack) {
     auto& states = history_[member];
     if (states.empty() || states.back() != state) states.push_back(state);
   }
+}
+
+bool StackStateRecorder::saw(const std::string& resource_version,
+                             std::chrono::seconds timeout) const {
+  std::unique_lock lock(mu_);
+  return seen_cv_.wait_for(lock, timeout, [&] { return seen_.contains(resource_version); });
 }
 
 std::map<std::string, std::vector<std::string>> StackStateRecorder::history() const {

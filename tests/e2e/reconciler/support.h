@@ -5,12 +5,14 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -155,6 +157,9 @@ class StackStateRecorder {
 
   // "<role>/<pod>" -> states in order.
   std::map<std::string, std::vector<std::string>> history() const;
+  // Waits until the recorder's own watch has delivered the version `resource_version` of the
+  // Stack (another watch or a GET may see it first), at most `timeout`. False on timeout.
+  bool saw(const std::string& resource_version, std::chrono::seconds timeout) const;
   std::string describe() const;
 
  private:
@@ -166,6 +171,8 @@ class StackStateRecorder {
   std::string name_;
   kube::CancelToken cancel_;
   mutable std::mutex mu_;
+  mutable std::condition_variable seen_cv_;
+  std::set<std::string> seen_;  // resource versions recorded
   std::map<std::string, std::vector<std::string>> history_;
   std::thread thread_;
 };

@@ -258,6 +258,8 @@ TEST_F(Membership, ScalingUpSendsOneAddnodesAndScalingDownOneDelnodesBeforeThePo
   }
   auto back = wait_quiet("scale");
   ASSERT_TRUE(back) << back.error();
+  ASSERT_TRUE(states.saw(str_at(*back, "/metadata/resourceVersion"), std::chrono::seconds(30)))
+      << "the recorder's watch never delivered the settled version";
   std::cout << "[ setup ] 5 -> 3: --delnodes delivered and pods gone in " << seconds_since(start)
             << " s\n";
   ASSERT_EQ(names_of(status_members(*back, "worker")), old_pods);

@@ -135,6 +135,8 @@ TEST_F(Probes, AMemberIsReadyOnlyWhileItsReadinessProbePassesAndIsNeverSetUpTwic
             << " s after the Stack was created\n";
   EXPECT_EQ(member_field(*ready, "/stateDetail/lastConfiguredContainer"), cid);
   // Every earlier state of the member was a non-ready one.
+  ASSERT_TRUE(recorder.saw(str_at(*ready, "/metadata/resourceVersion"), std::chrono::seconds(30)))
+      << "the recorder's watch never delivered the Ready version";
   const auto history = recorder.history().at("worker/" + kPod);
   EXPECT_EQ(history.back(), catalog::kMemberReady) << recorder.describe();
   EXPECT_EQ(std::count(history.begin(), history.end(), catalog::kMemberReady), 1)

@@ -86,8 +86,14 @@ SetupOutcome FakeSetup::run(const executor::SetupStep& step) {
     return it->second;
   }
   SetupOutcome out;
+  if (step.kind == SetupStepKind::kStartConfigure && configure_finishes) {
+    configured_containers.insert(step.target.container_id);
+  }
   if (step.kind == SetupStepKind::kReadConfigureStatus) {
     out.status.state = configure;
+    if (configured_containers.contains(step.target.container_id)) {
+      out.status.state = executor::SetupRunner::ConfigureStatus::State::kDone;
+    }
     out.status.exit_code = exit_code;
     out.status.container_id =
         status_container.empty() ? step.target.container_id : status_container;

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct FakeSetup {
   bool installed = true;
   std::map<std::pair<std::string, executor::SetupStepKind>, executor::SetupOutcome> per_member;
   std::vector<executor::SetupStep> ran;
+  // With `configure` kNotStarted: a container where `startscript --configure` was started
+  // reports it done (exit 0) from then on, as a script that finishes at once.
+  bool configure_finishes = false;
+  std::set<std::string> configured_containers;
 
   executor::SetupOutcome run(const executor::SetupStep& step);
   std::vector<executor::SetupStepKind> kinds_for(const std::string& pod) const;

@@ -125,6 +125,43 @@ TEST(StackUpdate, AppRefusedWhenNothingListsTheCurrentOne) {
             "\"cassandra-r3\" in its upgradeFrom");
 }
 
+TEST(StackUpdate, AppMayGoBackToWhatAMemberStillRuns) {
+  // A rollout from cassandra to cassandra-r2 under way: member 0 still runs cassandra. Going
+  // back is a rollback, though cassandra does not list cassandra-r2.
+  json::value before = old_stack_json();
+  set_app(before, "cassandra-r2");
+  before.as_object()["status"] = json::object{
+      {"roles", json::array{json::object{
+                    {"id", "seed"},
+                    {"members", json::array{json::object{{"pod", "db-seed-0"},
+                                                         {"app", "cassandra"}},
+                                            json::object{{"pod", "db-seed-1"},
+                                                         {"app", "cassandra-r2"}}}}}}}};
+  catalog::FieldErrors errors;
+  auto a = catalog::decode_stack(before, errors);
+  ASSERT_TRUE(errors.empty()) << catalog::join(errors);
+  Apps c;
+  for (std::string_view to : {"cassandra", "cassandra-fork"}) {
+    json::value after = before;
+    set_app(after, to);
+    auto b = catalog::decode_stack(after, errors);
+    auto v = validate_stack_update(a, b, c.memory.catalog());
+    if (to == "cassandra") {
+      EXPECT_TRUE(v.empty()) << catalog::join(v);
+    } else {
+      EXPECT_EQ(v.size(), 1u) << "nobody runs " << to;
+    }
+  }
+  // Once no member runs cassandra any more, going back needs cassandra to list cassandra-r2.
+  auto& members = before.at("status").at("roles").at(0).at("members").as_array();
+  members.at(0).as_object()["app"] = "cassandra-r2";
+  a = catalog::decode_stack(before, errors);
+  json::value after = before;
+  set_app(after, "cassandra");
+  EXPECT_EQ(validate_stack_update(a, catalog::decode_stack(after, errors), c.memory.catalog()).size(),
+            1u);
+}
+
 TEST(StackUpdate, AppRefusedWhenOnlyAnotherDistroListsTheCurrentOne) {
   json::value before = old_stack_json();
   set_app(before, "cassandra-fork");
