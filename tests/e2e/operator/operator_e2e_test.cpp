@@ -145,8 +145,11 @@ TEST_F(OperatorE2E, WithTheDeployServiceAccountItConvergesAStackAndIsRefusedTheR
   auto all = sa->list(kube::resources::kSecrets, "kstack-system");
   ASSERT_FALSE(all) << "listed the Secrets of its own namespace";
   EXPECT_TRUE(all.error().is(kube::ErrorKind::kForbidden)) << all.error().to_string();
-  auto pods = sa->remove(kube::resources::kPods, ns_, "tiny-solo-0");
-  ASSERT_FALSE(pods) << "deleted a pod";
+  // Pods: read, and deleted (a member whose --preupgrade ran for a reverted rollout), never
+  // changed.
+  auto pods = sa->patch(kube::resources::kPods, ns_, "tiny-solo-0", kube::PatchType::kMerge,
+                        R"({"metadata":{"labels":{"changed":"by-kstack"}}})");
+  ASSERT_FALSE(pods) << "changed a pod";
   EXPECT_TRUE(pods.error().is(kube::ErrorKind::kForbidden)) << pods.error().to_string();
 
   // Its log is JSON lines (stderr is a file here), and never shows its credentials.
