@@ -294,6 +294,10 @@ struct MemberStateDetail {
   // of another revision is an upgrade (or a rollback) and runs `--configure --upgrade-from`.
   std::string last_configured_revision;
   std::string last_configured_app;
+  // The setup package that setup ran ("<url>[@<sha256>]", as the pod template's
+  // kstack.io/setup-package): a member whose pod still runs an older template is set up with
+  // it again, and only with it (an annotation on a pod is not trusted on its own).
+  std::string last_configured_package;
   // The member's --preupgrade for a rollout: the StatefulSet update revision it ran for, the
   // container it ran in, whether it exited 0, and when it did not, why with its output tails.
   std::string preupgrade_revision;

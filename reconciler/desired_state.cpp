@@ -1,5 +1,6 @@
 #include "reconciler/desired_state.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <boost/json.hpp>
@@ -121,8 +122,7 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
       merged({config ? &config->spec.pod_annotations : nullptr, &role.pod_annotations});
   pod_annotations[kAnnotationApp] = app.metadata.name;
   if (const auto package = catalog::role_package(app, app_role)) {
-    pod_annotations[kAnnotationSetupPackage] =
-        package->package_url + (package->sha256 ? "@" + *package->sha256 : std::string());
+    pod_annotations[kAnnotationSetupPackage] = package_annotation(*package);
   }
 
   json::object container{{"name", kContainerName}, {"image", image}};
@@ -191,6 +191,24 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
 }
 
 }  // namespace
+
+std::string package_annotation(const catalog::SetupPackage& package) {
+  return package.package_url + (package.sha256 ? "@" + *package.sha256 : std::string());
+}
+
+std::optional<catalog::SetupPackage> package_from_annotation(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  catalog::SetupPackage package;
+  // A URL may hold '@' (user@host): only a final "@<64 hex digits>" is a digest.
+  const auto at = text.rfind('@');
+  const auto digest = at == std::string_view::npos ? std::string_view() : text.substr(at + 1);
+  const bool hex = digest.size() == 64 && std::all_of(digest.begin(), digest.end(), [](char c) {
+                     return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+                   });
+  package.package_url = std::string(hex ? text.substr(0, at) : text);
+  if (hex) package.sha256 = std::string(digest);
+  return package;
+}
 
 std::string label_value(std::string_view text) {
   // Label values: ≤ 63 of [A-Za-z0-9-_.], alphanumeric at both ends. distroIDs are often

@@ -83,6 +83,11 @@ struct DesiredState {
 kube::Result<DesiredState> desired_state(const catalog::Stack& stack, const catalog::AppType& app,
                                          const catalog::KStackConfig* config);
 
+// A setup package as the pod template's kstack.io/setup-package names it: "<url>[@<sha256>]",
+// and back (nullopt for text that is not of that form).
+std::string package_annotation(const catalog::SetupPackage& package);
+std::optional<catalog::SetupPackage> package_from_annotation(std::string_view text);
+
 // The controller ownerReference to the Stack, and the labels common to all owned objects.
 boost::json::object owner_reference(const catalog::Stack& stack);
 // `text` made into a valid label value ("example/kv" -> "example.kv"; ≤ 63 characters).

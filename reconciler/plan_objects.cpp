@@ -127,6 +127,18 @@ ObjectEvent apply_event(const Planning& p, const kube::ResourceType& type,
             fmt::format("{} {} replicas {} -> {}", type.kind, name, replicas_of(*live),
                         replicas_of(desired))};
   }
+  const auto* live_template = at(*live, "/spec/template");
+  const auto* desired_template = at(desired, "/spec/template");
+  if (type == res::kStatefulSets && diff == "/spec/updateStrategy/rollingUpdate/partition" &&
+      live_template != nullptr && desired_template != nullptr &&
+      executor::covers(*live_template, *desired_template)) {
+    // kstack moving a rollout on (plan_rollout.cpp), not drift.
+    const auto* from = at(*live, "/spec/updateStrategy/rollingUpdate/partition");
+    return {"RollingUpdate", "Update",
+            fmt::format("{} {} partition {} -> {}", type.kind, name,
+                        from != nullptr && from->is_int64() ? from->as_int64() : 0,
+                        at(desired, "/spec/updateStrategy/rollingUpdate/partition")->as_int64())};
+  }
   if (p.spec_changed) {
     return {"Updated", "Update", fmt::format("{} {} updated to the Stack's spec", type.kind, name)};
   }

@@ -43,6 +43,7 @@ struct MemberSetup {
   std::vector<SetupKey> used;  // outcomes this pass read for the member
   bool continues = false;      // a step was started or is in flight
   const PodView& pod;
+  const catalog::SetupPackage& package;  // what this container is set up with
   executor::MemberTarget target() const { return {p.snap.ns(), m.pod, cid}; }
 
   // The member's last setup finished in another template revision than its pod runs: it moved
@@ -81,7 +82,7 @@ struct MemberSetup {
     s.generation = key.generation;
     if (kind == SetupStepKind::kWriteConfig) fill_config(s);
     if (kind == SetupStepKind::kInstallPackage) {
-      s.package = *role.package;
+      s.package = package;
       s.package_namespace = p.app->namespace_name;
     }
     if (kind == SetupStepKind::kStartConfigure && app_changed()) {
@@ -165,6 +166,7 @@ struct MemberSetup {
     auto& d = m.state_detail;
     d.last_configured_revision = pod.revision;
     d.last_configured_app = app_now();
+    d.last_configured_package = package_annotation(package);
   }
 
   void refresh();
@@ -267,12 +269,41 @@ bool configured_member(const MemberStatus& m) {
          configured_member(m, m.state_detail.configuring_container);
 }
 
+namespace {
+
+// The package a member's container is set up with: the one its pod's template names. That is
+// the role's, unless the pod still runs an older template (made again before its turn in a
+// rollout): then the package its setup last ran, which the pod's annotation must name — an
+// annotation on a pod is not trusted alone. `error` says why neither fits.
+struct MemberPackage {
+  std::optional<catalog::SetupPackage> package;
+  std::string error;
+};
+
+MemberPackage member_package(const RolePlan& role, const MemberStatus& m, const PodView& pod) {
+  if (pod.app.empty()) return {role.package, {}};  // a template from before the annotations
+  const std::string current = role.package ? package_annotation(*role.package) : std::string();
+  if (pod.package == current) return {role.package, {}};
+  if (pod.package.empty()) return {std::nullopt, {}};  // that template had no package
+  if (pod.package == m.state_detail.last_configured_package) {
+    return {package_from_annotation(pod.package), {}};
+  }
+  return {std::nullopt,
+          fmt::format("its pod runs an older template naming setup package {}, which is neither "
+                      "the role's ({}) nor the one the member was set up with; it is set up when "
+                      "it moves to the current template",
+                      pod.package, current.empty() ? "none" : current)};
+}
+
+}  // namespace
+
 void plan_member_setup(Planning& p, const RolePlan& role, MemberStatus& m, const PodView& pod) {
   if (!pod.exists || pod.unschedulable || !pod.scheduled) {
     m.state = std::string(catalog::kMemberCreatePending);
     return;
   }
-  if (!role.package) {
+  const auto package = member_package(role, m, pod);
+  if (!package.package && package.error.empty()) {
     m.state = std::string(pod.running_ready ? catalog::kMemberReady : catalog::kMemberCreating);
     return;
   }
@@ -284,11 +315,21 @@ void plan_member_setup(Planning& p, const RolePlan& role, MemberStatus& m, const
     m.state = std::string(catalog::kMemberCreating);
     return;
   }
-  MemberSetup setup{p, role, m, cid, pod.running_ready, {}, false, pod};
+  if (!package.package) {
+    if (m.state == catalog::kMemberConfigError && d.configuring_container == cid) return;
+    m.state_detail.configuring_container = cid;
+    m.state = std::string(catalog::kMemberConfigError);
+    m.state_detail.config_error_detail = package.error;
+    p.event("Warning", "ConfigError", "Setup", fmt::format("member {}: {}", m.pod, package.error));
+    return;
+  }
+  MemberSetup setup{p, role, m, cid, pod.running_ready, {}, false, pod, *package.package};
   if (configured_member(m, cid)) {
     const bool was_ready = m.state == catalog::kMemberReady;
     // Set up before kstack recorded revisions: what it runs now is what it was set up in.
-    if (d.last_configured_revision.empty()) setup.record_revision();
+    if (d.last_configured_revision.empty() || d.last_configured_package.empty()) {
+      setup.record_revision();
+    }
     setup.refresh();
     setup.gate(was_ready);
   } else if (m.state != catalog::kMemberConfigError || d.configuring_container != cid) {

@@ -39,6 +39,7 @@ PodView view_pod(const json::value* pod) {
   }
   if (const auto* a = at(*pod, "/metadata/annotations"); a != nullptr && a->is_object()) {
     view.app = str(a->as_object().if_contains(kAnnotationApp));
+    view.package = str(a->as_object().if_contains(kAnnotationSetupPackage));
   }
   view.deleting = at(*pod, "/metadata/deletionTimestamp") != nullptr &&
                   !at(*pod, "/metadata/deletionTimestamp")->is_null();

@@ -52,6 +52,9 @@ struct PodView {
   std::string uid;
   std::string revision;  // label controller-revision-hash: the StatefulSet revision it runs
   std::string app;       // annotation kstack.io/app: the AppType its template came from
+  // annotation kstack.io/setup-package: the package of that template ("" without one);
+  // meaningful when `app` is set (templates older than the annotations have neither).
+  std::string package;
 };
 PodView view_pod(const boost::json::value* pod);
 

@@ -3,9 +3,6 @@
 // the old one: the partition is above it — and is set up as that template's AppType says, with
 // its package, not the new AppType's; in its turn it then moves like the others: its hook, one
 // new pod, --configure --upgrade-from.
-// DISABLED: on main 0f9c8ed the recreated pod of roll-v1's template is set up by roll-v2's
-// package (plan_setup takes the package and configmeta from the Stack's spec.app, not from the
-// pod's template); the rest of the test passes. Run it with --gtest_also_run_disabled_tests.
 #include <iostream>
 #include <map>
 #include <string>
@@ -26,7 +23,7 @@ constexpr std::chrono::seconds kStepTimeout{90};
 using RolloutRecreateTest = RolloutTest;
 
 TEST_F(RolloutRecreateTest,
-       DISABLED_AMemberRecreatedBeforeItsTurnIsSetUpAsItsOldTemplateThenMovesOnce) {
+       AMemberRecreatedBeforeItsTurnIsSetUpAsItsOldTemplateThenMovesOnce) {
   ASSERT_NO_FATAL_FAILURE(create_stack());
   const auto old_uid = current_uids();
   const std::size_t begin = journal_.size();

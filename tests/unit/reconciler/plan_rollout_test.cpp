@@ -43,6 +43,7 @@ struct RolloutWorld {
   // pass that let it go wrote.
   std::vector<bool> others_ready;
   std::uint64_t serial = 0;
+  std::map<std::string, json::value> templates;  // by revision, as ControllerRevisions keep them
 
   RolloutWorld() {
     setup.configure = executor::SetupRunner::ConfigureStatus::State::kNotStarted;
@@ -58,6 +59,7 @@ struct RolloutWorld {
     }
     for (auto& [name, set] : w.sets) {
       const auto rev = revision_of(name, set.at("spec").at("template"));
+      templates[rev] = set.at("spec").at("template");
       auto& st = set.at("status").as_object();
       st["currentRevision"] = rev;
       st["updateRevision"] = rev;
@@ -120,14 +122,17 @@ struct RolloutWorld {
         md["generation"] = md["generation"].as_int64() + 1;
         auto& st = live["status"].as_object();
         st["observedGeneration"] = md["generation"];
-        if (changed) st["updateRevision"] = revision_of(wr.name, want.at("template"));
+        if (changed) {
+          st["updateRevision"] = revision_of(wr.name, want.at("template"));
+          templates[std::string(st["updateRevision"].as_string())] = want.at("template");
+        }
       }
       if (wr.op == Op::kDelete && wr.type == &kube::resources::kPods) {
         const auto& st = set().at("status");
         const auto ord = ordinal_of(wr.name).value_or(0);
         const auto rev = ord >= partition() ? st.at("updateRevision") : st.at("currentRevision");
         record_others_ready(p, wr.name);
-        remake(wr.name, std::string(rev.as_string()), set().at("spec").at("template"));
+        remake(wr.name, std::string(rev.as_string()), templates.at(std::string(rev.as_string())));
       }
     }
     const auto update = update_revision();
@@ -152,9 +157,16 @@ struct RolloutWorld {
     others_ready.push_back(ready);
   }
 
+  std::vector<std::string> repairs;  // notes of "Repaired" object events: drift kstack saw
+  std::vector<std::string> partition_moves;  // notes of "RollingUpdate" object events
+
   // One pass: planned, its status accepted, its writes carried out by the controller.
   Plan step() {
     auto p = pass(w, setup);
+    for (const auto& wr : p.writes) {
+      if (wr.event.reason == "Repaired") repairs.push_back(wr.event.note);
+      if (wr.event.reason == "RollingUpdate") partition_moves.push_back(wr.event.note);
+    }
     w.accept(p);
     act(p);
     return p;
@@ -228,6 +240,11 @@ TEST(PlanRollout, MembersMoveOneAtATimeHighestOrdinalFirstEachAfterItsHook) {
   EXPECT_EQ(r.others_ready, (std::vector<bool>{true, true, true}))
       << "a member moved while another was not ready";
   EXPECT_EQ(r.hooks_ran(), r.recreated) << "each member's --preupgrade runs once, before it moves";
+  EXPECT_TRUE(r.repairs.empty()) << "a rollout is no drift: " << r.repairs.front();
+  EXPECT_EQ(r.partition_moves, (std::vector<std::string>{
+                                   "StatefulSet db-server partition 3 -> 2",
+                                   "StatefulSet db-server partition 2 -> 1",
+                                   "StatefulSet db-server partition 1 -> 0"}));
   EXPECT_NE(r.update_revision(), before);
   EXPECT_EQ(r.partition(), 0);
   EXPECT_EQ(p.status.update_summary, "3/3");
@@ -416,6 +433,65 @@ TEST(PlanRollout, TheOthersAreToldWhichMembersMoved) {
             (std::vector<std::vector<std::string>>{
                 {"--upgradenodes", "--role", "server", "--fqdns", fqdn}}));
   EXPECT_TRUE(pending_cmds(p, pod_of("server", 2)).empty());
+}
+
+// A new AppType with its own package; the Stack moves to it.
+void move_to_kv2(RolloutWorld& r) {
+  r.w.app.at("metadata").as_object()["name"] = "kv-2";
+  r.w.app.at("spec").as_object()["defaultConfigPackage"] =
+      json::object{{"packageURL", "file:///opt/kv/setup-2.tgz"}};
+  r.w.stack.at("spec").as_object()["app"] = "kv-2";
+  r.bump();
+}
+
+TEST(PlanRollout, AMemberRemadeBeforeItsTurnIsSetUpWithThePackageItRan) {
+  RolloutWorld r;
+  const auto old_revision = r.update_revision();
+  move_to_kv2(r);
+  r.until([&](const Plan&) { return r.recreated.size() == 1; });
+  // Member 0's pod is deleted before its turn: the controller makes it from the current
+  // (old) revision.
+  r.remake(pod_of("server", 0), old_revision, r.templates.at(old_revision));
+  r.setup.ran.clear();
+  r.until([&](const Plan& p) {
+    return member_state(p, pod_of("server", 0)) == "ready" &&
+           r.w.member(p, pod_of("server", 0))->template_revision == old_revision;
+  });
+  for (const auto& s : r.setup.ran) {
+    if (s.target.pod != pod_of("server", 0)) continue;
+    if (s.kind == SetupStepKind::kInstallPackage) {
+      EXPECT_EQ(s.package.package_url, "file:///opt/kv/setup.tgz") << "its template's package";
+    }
+    if (s.kind == SetupStepKind::kStartConfigure) {
+      EXPECT_TRUE(s.arguments.empty());
+    }
+  }
+  const auto p = r.until(RolloutWorld::settled);
+  EXPECT_EQ(r.w.member(p, pod_of("server", 0))->state_detail.last_configured_package,
+            "file:///opt/kv/setup-2.tgz");
+}
+
+TEST(PlanRollout, APackageOnlyThePodsAnnotationNamesIsNotInstalled) {
+  RolloutWorld r;
+  const auto old_revision = r.update_revision();
+  move_to_kv2(r);
+  r.until([&](const Plan&) { return r.recreated.size() == 1; });
+  r.remake(pod_of("server", 0), old_revision, r.templates.at(old_revision));
+  r.w.pods.at(pod_of("server", 0))
+      .at("metadata")
+      .at("annotations")
+      .as_object()["kstack.io/setup-package"] = "configmap://kstack-secrets/token";
+  r.setup.ran.clear();
+  const auto p = r.step();
+  EXPECT_EQ(member_state(p, pod_of("server", 0)), "config_error");
+  EXPECT_NE(r.w.member(p, pod_of("server", 0))
+                ->state_detail.config_error_detail.find("configmap://kstack-secrets/token"),
+            std::string::npos);
+  for (const auto& s : r.setup.ran) {
+    if (s.target.pod == pod_of("server", 0)) {
+      EXPECT_NE(s.kind, SetupStepKind::kInstallPackage);
+    }
+  }
 }
 
 TEST(PlanRollout, ANewAppTypeAloneChangesTheTemplate) {
