@@ -306,6 +306,9 @@ struct MemberStateDetail {
   std::string upgrade_error;
   std::string preupgrade_stdout;
   std::string preupgrade_stderr;
+  // When kstack let the member go to the update revision (RFC 3339); it must be ready on it
+  // within the rollout's deadline, or the rollout stops (UpgradeFailed).
+  std::string moved_at;
 };
 
 struct MemberStatus {

@@ -14,6 +14,7 @@
 
 #include "catalog/defaults.h"
 #include "executor/drift.h"
+#include "kube/time.h"
 #include "reconciler/plan_internal.h"
 
 namespace kstack::reconciler::detail {
@@ -23,6 +24,10 @@ using executor::SetupOutcome;
 using executor::SetupStepKind;
 
 namespace {
+
+// How long a member may take, once let go, to be ready on the new template (as a Deployment's
+// default progressDeadlineSeconds).
+constexpr std::chrono::seconds kMoveDeadline{600};
 
 std::int64_t partition_of(const json::value& sts) {
   const auto* v = at(sts, "/spec/updateStrategy/rollingUpdate/partition");
@@ -165,6 +170,7 @@ void RoleRollout::plan() {
       }
       if (!contiguous) continue;
       role_.partition = c->ordinal;
+      c->m->state_detail.moved_at = p_.snap.now;
       p_.event("Normal", "Upgrading", "Upgrade",
                fmt::format("member {} moves to revision {}", c->m->pod, update_));
       if (p_.rollout_progress.empty()) {
@@ -207,6 +213,7 @@ void RoleRollout::observe(const json::value& sts) {
     if (m.state != catalog::kMemberReady || (c.released && !c.at_update)) {
       unavailable_.insert(c.ordinal);
     }
+    if (c.at_update && m.state == catalog::kMemberReady) d.moved_at.clear();  // it arrived
     members_.push_back(std::move(c));
   }
 }
@@ -244,6 +251,13 @@ std::string RoleRollout::failure() const {
       return fmt::format("member {} moved to revision {} and its setup failed: {}{}", c.m->pod,
                          update_, d.config_error_detail,
                          output_of(d.start_script_stderr_message, d.start_script_stdout_message));
+    }
+    const auto moved = kube::parse_rfc3339(d.moved_at);
+    const auto now = kube::parse_rfc3339(p_.snap.now);
+    if (c.released && moved && now && *now - *moved > kMoveDeadline) {
+      return fmt::format("member {} was let go to revision {} at {} and is not ready on it "
+                         "{} s later (state {})",
+                         c.m->pod, update_, d.moved_at, kMoveDeadline.count(), c.m->state);
     }
   }
   return {};

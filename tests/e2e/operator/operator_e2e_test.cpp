@@ -88,7 +88,18 @@ class OperatorE2E : public ::testing::Test {
     if (!client_->get(kAppTypes, ns_, "tiny")) {
       ASSERT_NO_FATAL_FAILURE(create(kAppTypes, fixture("tiny-apptype.yaml", ns_)));
     }
-    ASSERT_NO_FATAL_FAILURE(create(kStacks, fixture("tiny-stack.yaml", ns_, name)));
+    // The webhook checks the Stack against its own informer's catalog, which learns of the
+    // AppType just created a moment later: until then it refuses with "not found".
+    std::string last;
+    const bool created = poll_until(
+        [&] {
+          auto r = client_->create(kStacks, ns_, fixture("tiny-stack.yaml", ns_, name));
+          last = r ? std::string() : r.error().to_string();
+          if (r) return true;
+          return last.find(R"(AppType "tiny" not found)") == std::string::npos;
+        },
+        30s);
+    ASSERT_TRUE(created && last.empty()) << "Stack " << name << ": " << last;
   }
 
   // Exactly one of `replicas` reports leader_election_master_status 1; its index.

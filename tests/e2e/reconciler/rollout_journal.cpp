@@ -225,49 +225,22 @@ void PodWatch::run(std::string resource_version) {
   }
 }
 
-ScriptListener::ScriptListener(Journal& journal) : journal_(journal) {
-  listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listener_, 64) != 0 ||
-      ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    throw std::runtime_error(
-        fmt::format("script listener: {}", std::system_category().message(errno)));
-  }
-  port_ = ntohs(addr.sin_port);
-  thread_ = std::thread([this] { serve(); });
-}
+ScriptListener::ScriptListener(Journal& journal)
+    : journal_(journal), server_([this](int fd) { serve(fd); }) {}
 
-ScriptListener::~ScriptListener() {
-  ::shutdown(listener_, SHUT_RDWR);  // wakes the blocked accept()
-  thread_.join();
-  ::close(listener_);
-}
-
-void ScriptListener::serve() {
-  for (;;) {
-    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      return;  // shut down
-    }
-    timeval tv{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    auto fields = split_tabs(read_body(fd));
-    constexpr std::string_view kAnswer =
-        "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-    (void)::send(fd, kAnswer.data(), kAnswer.size(), MSG_NOSIGNAL);
-    ::close(fd);
-    if (fields.size() < 3) continue;
-    JournalEntry e;
-    e.kind = JournalEntry::Kind::kScript;
-    e.pod = fields[0];
-    e.script.assign(fields.begin() + 1, fields.end());
-    journal_.add(std::move(e));
-  }
+void ScriptListener::serve(int fd) {
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  auto fields = split_tabs(read_body(fd));
+  constexpr std::string_view kAnswer =
+      "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  (void)::send(fd, kAnswer.data(), kAnswer.size(), MSG_NOSIGNAL);
+  if (fields.size() < 3) return;
+  JournalEntry e;
+  e.kind = JournalEntry::Kind::kScript;
+  e.pod = fields[0];
+  e.script.assign(fields.begin() + 1, fields.end());
+  journal_.add(std::move(e));
 }
 
 }  // namespace kstack::testenv::e2e

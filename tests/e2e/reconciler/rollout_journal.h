@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kube/client.h"
+#include "tests/testenv/loopback_server.h"
 
 namespace kstack::testenv::e2e {
 
@@ -92,18 +93,13 @@ class PodWatch {
 class ScriptListener {
  public:
   explicit ScriptListener(Journal& journal);
-  ~ScriptListener();
-  ScriptListener(const ScriptListener&) = delete;
-  ScriptListener& operator=(const ScriptListener&) = delete;
-  std::uint16_t port() const { return port_; }
+  std::uint16_t port() const { return server_.port(); }
 
  private:
-  void serve();
+  void serve(int fd);  // one report: answered, then added to the journal
 
   Journal& journal_;
-  int listener_ = -1;
-  std::uint16_t port_ = 0;
-  std::thread thread_;
+  LoopbackServer server_;  // last: its threads stop before journal_ may go
 };
 
 }  // namespace kstack::testenv::e2e

@@ -156,7 +156,7 @@ Snapshot World::snapshot() const {
   s.notify_max_attempts = 3;
   s.notify = notify;
   s.setup = setup_outcomes;
-  s.now = std::string(kNow);
+  s.now = now;
   s.clock = NotifyOutcome::Clock::time_point(std::chrono::hours(1000));
   s.poll_interval = std::chrono::milliseconds(2000);
   return s;

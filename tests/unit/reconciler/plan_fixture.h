@@ -54,6 +54,7 @@ struct World {
   std::map<std::string, boost::json::value> sets, services, pvcs, pods;  // live, by name
   bool setup_runner = true;
   bool notifier = true;
+  std::string now = std::string(kNow);  // the pass's clock (RFC 3339)
   NotifyOutcomes notify;
   SetupOutcomes setup_outcomes;  // steps in flight or done, as the setup executor holds them
   std::map<std::string, boost::json::value> server_claims;  // what a live GET of a claim finds

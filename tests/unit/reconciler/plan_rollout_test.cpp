@@ -370,6 +370,31 @@ TEST(PlanRollout, RevertingAfterAFailedHookRestartsThatMemberAndTheStackIsReadyA
   EXPECT_TRUE(r.w.member(p, pod_of("server", 2))->state_detail.preupgrade_revision.empty());
 }
 
+TEST(PlanRollout, AMemberNotReadyTenMinutesAfterItMovedStopsTheRollout) {
+  RolloutWorld r;
+  r.change_env("fast");
+  r.until([&](const Plan&) { return r.recreated.size() == 1; });
+  // Its new pod never passes its readiness probe.
+  r.w.set_pod_ready(pod_of("server", 2), false);
+  r.w.now = "2026-11-25T00:09:59Z";
+  auto p = r.step();
+  r.w.set_pod_ready(pod_of("server", 2), false);
+  EXPECT_EQ(condition(p, "Progressing")->reason, "RollingUpdate") << "within the deadline";
+  EXPECT_EQ(r.w.member(p, pod_of("server", 2))->state_detail.moved_at, std::string(kNow));
+  r.w.now = "2026-11-25T00:10:01Z";
+  p = r.step();
+  const auto* c = condition(p, "Progressing");
+  EXPECT_EQ(c->reason, "UpgradeFailed");
+  EXPECT_NE(c->message.find("member db-server-2 was let go"), std::string::npos) << c->message;
+  EXPECT_NE(c->message.find("not ready on it 600 s later"), std::string::npos) << c->message;
+  for (int i = 0; i < 3; ++i) r.step();
+  EXPECT_EQ(r.recreated.size(), 1U) << "nothing else moves";
+  // It becomes ready after all: the rollout goes on.
+  r.w.set_pod_ready(pod_of("server", 2), true);
+  r.until(RolloutWorld::settled);
+  EXPECT_EQ(r.recreated.size(), 3U);
+}
+
 TEST(PlanRollout, PausedHoldsTheRolloutBetweenMembers) {
   RolloutWorld r;
   r.change_env("fast");
