@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -419,6 +421,14 @@ void StackStateRecorder::record(const json::value& stack) {
     auto& states = history_[member];
     if (states.empty() || states.back() != state) states.push_back(state);
   }
+}
+
+unsigned e2e_seed(unsigned fixed) {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read before the test starts any thread
+  const char* given = std::getenv("KSTACK_E2E_SEED");
+  if (given == nullptr || *given == '\0') return fixed;
+  if (std::string_view(given) == "random") return std::random_device{}();
+  return static_cast<unsigned>(std::strtoul(given, nullptr, 10));
 }
 
 bool StackStateRecorder::saw(const std::string& resource_version,

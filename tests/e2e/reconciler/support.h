@@ -148,6 +148,11 @@ double seconds_since(std::chrono::steady_clock::time_point start);
 // Records, through a watch from the moment of construction, the states each member of a
 // Stack passes through (consecutive duplicates folded; "gone" once a member leaves the
 // status).
+// The seed of a test that picks moments at random (the kill tests): `fixed` unless
+// KSTACK_E2E_SEED says otherwise — a number replays that seed, "random" draws one. A fixed
+// default keeps CI's verdict the same on the same commit; every seed must pass.
+unsigned e2e_seed(unsigned fixed);
+
 class StackStateRecorder {
  public:
   StackStateRecorder(std::shared_ptr<kube::Client> client, std::string ns, std::string name);
