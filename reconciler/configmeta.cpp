@@ -196,8 +196,7 @@ json::object node_json(const ConfigInput& in, const ConfigMember& self,
       {"depends_on", json::object{}},
   };
   if (upgrade != nullptr) {
-    node["upgrade_from"] =
-        json::object{{"app", upgrade->app}, {"revision", upgrade->revision}};
+    node["upgrade_from"] = json::object{{"app", upgrade->app}, {"revision", upgrade->revision}};
   }
   return node;
 }
@@ -298,8 +297,7 @@ std::string env_name_part(std::string_view id) {
   return out;
 }
 
-std::string env_file(const ConfigInput& in, const ConfigMember& self,
-                     const UpgradeFrom* upgrade) {
+std::string env_file(const ConfigInput& in, const ConfigMember& self, const UpgradeFrom* upgrade) {
   assert(in.stack != nullptr && in.app != nullptr);
   const auto& app = *in.app;
   const auto groups = group_by_role(in);

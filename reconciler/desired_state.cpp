@@ -167,8 +167,7 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
       {"replicas", replicas},
       {"serviceName", headless},
       {"podManagementPolicy", "Parallel"},
-      {"updateStrategy",
-       {{"type", "RollingUpdate"}, {"rollingUpdate", {{"partition", 0}}}}},
+      {"updateStrategy", {{"type", "RollingUpdate"}, {"rollingUpdate", {{"partition", 0}}}}},
       {"selector", {{"matchLabels", selector}}},
       {"template", {{"metadata", std::move(template_md)}, {"spec", std::move(pod_spec)}}}};
   if (has_storage) {
@@ -255,14 +254,13 @@ json::value member_service(const Stack& stack, const AppType& app, const KStackC
   for (auto& [k, v] : common_labels(stack, app, role.id)) labels[k] = v;
   json::object annotations =
       merged({config ? &config->spec.service_annotations : nullptr, &role.service_annotations});
-  return json::object{
-      {"apiVersion", "v1"},
-      {"kind", "Service"},
-      {"metadata", metadata(pod, stack, std::move(labels), std::move(annotations))},
-      {"spec",
-       {{"type", service_type},
-        {"selector", {{std::string(kLabelPodName), pod}}},
-        {"ports", service_ports(ports)}}}};
+  return json::object{{"apiVersion", "v1"},
+                      {"kind", "Service"},
+                      {"metadata", metadata(pod, stack, std::move(labels), std::move(annotations))},
+                      {"spec",
+                       {{"type", service_type},
+                        {"selector", {{std::string(kLabelPodName), pod}}},
+                        {"ports", service_ports(ports)}}}};
 }
 
 }  // namespace

@@ -68,10 +68,10 @@ void plan_progressing(Planning& p, bool never_ready, const std::string& summary)
                               p.rollout_failure),
                   gen, now);
   } else if (p.rolling && p.stack().spec.paused) {
-    set_condition(st.conditions, kConditionProgressing, "False", kReasonPaused,
-                  fmt::format("rollout paused by spec.paused ({} members updated)",
-                              st.update_summary),
-                  gen, now);
+    set_condition(
+        st.conditions, kConditionProgressing, "False", kReasonPaused,
+        fmt::format("rollout paused by spec.paused ({} members updated)", st.update_summary), gen,
+        now);
   } else if (p.rolling) {
     set_condition(st.conditions, kConditionProgressing, "True", kReasonRollingUpdate,
                   fmt::format("{} members updated{}{}", st.update_summary,
@@ -98,8 +98,8 @@ void plan_state(Planning& p, bool all_ready) {
                   "every member is as the spec asks", gen, now);
   } else if (p.rolling && p.ready == p.wanted) {
     set_condition(st.conditions, kConditionReady, "False", kReasonRollingUpdate,
-                  fmt::format("{}; {} run the current template", summary, st.update_summary),
-                  gen, now);
+                  fmt::format("{}; {} run the current template", summary, st.update_summary), gen,
+                  now);
   } else {
     set_condition(st.conditions, kConditionReady, "False", kReasonMembersNotReady, summary, gen,
                   now);

@@ -255,9 +255,10 @@ std::string RoleRollout::failure() const {
     const auto moved = kube::parse_rfc3339(d.moved_at);
     const auto now = kube::parse_rfc3339(p_.snap.now);
     if (c.released && moved && now && *now - *moved > kMoveDeadline) {
-      return fmt::format("member {} was let go to revision {} at {} and is not ready on it "
-                         "{} s later (state {})",
-                         c.m->pod, update_, d.moved_at, kMoveDeadline.count(), c.m->state);
+      return fmt::format(
+          "member {} was let go to revision {} at {} and is not ready on it "
+          "{} s later (state {})",
+          c.m->pod, update_, d.moved_at, kMoveDeadline.count(), c.m->state);
     }
   }
   return {};

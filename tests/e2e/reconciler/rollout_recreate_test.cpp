@@ -22,8 +22,7 @@ constexpr std::chrono::seconds kStepTimeout{90};
 
 using RolloutRecreateTest = RolloutTest;
 
-TEST_F(RolloutRecreateTest,
-       AMemberRecreatedBeforeItsTurnIsSetUpAsItsOldTemplateThenMovesOnce) {
+TEST_F(RolloutRecreateTest, AMemberRecreatedBeforeItsTurnIsSetUpAsItsOldTemplateThenMovesOnce) {
   ASSERT_NO_FATAL_FAILURE(create_stack());
   const auto old_uid = current_uids();
   const std::size_t begin = journal_.size();

@@ -178,8 +178,8 @@ const MemberCase kCases[] = {
     {"ATransientExecFailureKeepsTheMemberCreatingAndThePassPolling", true,
      [](World& w, FakeSetup& s) {
        forget_status(w);
-       s.per_member[{kPod, SetupStepKind::kReadConfigureStatus}] =
-           SetupOutcome{SetupOutcome::Kind::kRetry, "read configure.status: timeout", {}, false, {}};
+       s.per_member[{kPod, SetupStepKind::kReadConfigureStatus}] = SetupOutcome{
+           SetupOutcome::Kind::kRetry, "read configure.status: timeout", {}, false, {}};
      },
      catalog::kMemberCreating,
      [](const World&, const Plan& p, const FakeSetup& s) {

@@ -36,8 +36,13 @@ TEST(PlanObjects, ANewStackCreatesItsHeadlessServiceStatefulSetsAndMemberService
 
 TEST(PlanObjects, DriftOnAStatefulSetIsRepairedNamingTheFirstDifference) {
   auto w = settled();
-  auto& image =
-      w.sets.at(set_of("server")).at("spec").at("template").at("spec").at("containers").at(0).as_object()["image"];
+  auto& image = w.sets.at(set_of("server"))
+                    .at("spec")
+                    .at("template")
+                    .at("spec")
+                    .at("containers")
+                    .at(0)
+                    .as_object()["image"];
   const json::value original = image;
   image = "someone/else:1";
   const auto p = pass(w);

@@ -157,7 +157,7 @@ struct RolloutWorld {
     others_ready.push_back(ready);
   }
 
-  std::vector<std::string> repairs;  // notes of "Repaired" object events: drift kstack saw
+  std::vector<std::string> repairs;          // notes of "Repaired" object events: drift kstack saw
   std::vector<std::string> partition_moves;  // notes of "RollingUpdate" object events
 
   // One pass: planned, its status accepted, its writes carried out by the controller.
@@ -236,15 +236,15 @@ TEST(PlanRollout, MembersMoveOneAtATimeHighestOrdinalFirstEachAfterItsHook) {
   r.change_env("fast");
   const auto p = r.until(RolloutWorld::settled);
   EXPECT_EQ(r.recreated, (std::vector<std::string>{pod_of("server", 2), pod_of("server", 1),
-                                                     pod_of("server", 0)}));
+                                                   pod_of("server", 0)}));
   EXPECT_EQ(r.others_ready, (std::vector<bool>{true, true, true}))
       << "a member moved while another was not ready";
   EXPECT_EQ(r.hooks_ran(), r.recreated) << "each member's --preupgrade runs once, before it moves";
   EXPECT_TRUE(r.repairs.empty()) << "a rollout is no drift: " << r.repairs.front();
-  EXPECT_EQ(r.partition_moves, (std::vector<std::string>{
-                                   "StatefulSet db-server partition 3 -> 2",
-                                   "StatefulSet db-server partition 2 -> 1",
-                                   "StatefulSet db-server partition 1 -> 0"}));
+  EXPECT_EQ(r.partition_moves,
+            (std::vector<std::string>{"StatefulSet db-server partition 3 -> 2",
+                                      "StatefulSet db-server partition 2 -> 1",
+                                      "StatefulSet db-server partition 1 -> 0"}));
   EXPECT_NE(r.update_revision(), before);
   EXPECT_EQ(r.partition(), 0);
   EXPECT_EQ(p.status.update_summary, "3/3");
@@ -296,8 +296,8 @@ TEST(PlanRollout, AMemberMovedToAnotherAppTypeIsSetUpAgainAsAnUpgrade) {
       saw_configure = true;
     }
     if (s.target.pod == pod_of("server", 2) && s.kind == SetupStepKind::kWriteConfig) {
-      EXPECT_NE(s.configmeta.find(fmt::format(R"("upgrade_from":{{"app":"kv","revision":"{}"}})",
-                                              before)),
+      EXPECT_NE(s.configmeta.find(
+                    fmt::format(R"("upgrade_from":{{"app":"kv","revision":"{}"}})", before)),
                 std::string::npos)
           << s.configmeta;
       EXPECT_NE(s.env.find("KSTACK_UPGRADE_FROM_APP='kv'"), std::string::npos);
@@ -438,7 +438,7 @@ TEST(PlanRollout, AnOperatorThatForgotItsStepsResumesWithoutMovingAnyoneTwice) {
   r.setup = fresh;
   r.until(RolloutWorld::settled);
   EXPECT_EQ(r.recreated, (std::vector<std::string>{pod_of("server", 2), pod_of("server", 1),
-                                                     pod_of("server", 0)}));
+                                                   pod_of("server", 0)}));
   const auto hooks = r.hooks_ran();
   EXPECT_EQ(std::count(hooks.begin(), hooks.end(), pod_of("server", 2)), 0)
       << "the member that already moved gets no second hook";
@@ -450,8 +450,7 @@ TEST(PlanRollout, TheOthersAreToldWhichMembersMoved) {
   r.change_env("fast");
   const auto p = r.until([&](const Plan& q) {
     const auto* m = r.w.member(q, pod_of("server", 2));
-    return m->state_detail.last_configured_revision == r.update_revision() &&
-           m->state == "ready";
+    return m->state_detail.last_configured_revision == r.update_revision() && m->state == "ready";
   });
   const auto fqdn = fmt::format("{}.{}.apps.svc.cluster.local", pod_of("server", 2), headless());
   EXPECT_EQ(pending_cmds(p, pod_of("server", 0)),

@@ -72,8 +72,15 @@ spec:
   return *v;
 }
 
-Violations update(const std::function<void(json::value&)>& mutate) {
+void set_app(json::value& s, std::string_view app) { s.at("spec").as_object()["app"] = app; }
+
+// The stored Stack (old_stack_json() edited by `stored`) updated by `mutate`, against the
+// catalog of Apps plus what `more` adds.
+Violations update_of(const std::function<void(json::value&)>& stored,
+                     const std::function<void(json::value&)>& mutate,
+                     const std::function<void(Apps&)>& more = nullptr) {
   json::value before = old_stack_json();
+  if (stored) stored(before);
   json::value after = before;
   mutate(after);
   catalog::FieldErrors errors;
@@ -81,10 +88,20 @@ Violations update(const std::function<void(json::value&)>& mutate) {
   auto b = catalog::decode_stack(after, errors);
   EXPECT_TRUE(errors.empty()) << catalog::join(errors);
   Apps c;
+  if (more) more(c);
   return validate_stack_update(a, b, c.memory.catalog());
 }
 
-void set_app(json::value& s, std::string_view app) { s.at("spec").as_object()["app"] = app; }
+Violations update(const std::function<void(json::value&)>& mutate) {
+  return update_of(nullptr, mutate);
+}
+
+// spec.app from `from` to `to`.
+Violations app_change(std::string_view from, std::string_view to,
+                      const std::function<void(Apps&)>& more = nullptr) {
+  return update_of([&](json::value& s) { set_app(s, from); },
+                   [&](json::value& s) { set_app(s, to); }, more);
+}
 
 json::object& role(json::value& s, std::size_t i) {
   return s.at("spec").at("roles").as_array().at(i).as_object();
@@ -110,15 +127,8 @@ TEST(StackUpdate, AppRefusedElsewhereNamingTheAllowedTargets) {
 }
 
 TEST(StackUpdate, AppRefusedWhenNothingListsTheCurrentOne) {
-  json::value before = old_stack_json();
-  set_app(before, "cassandra-r3");
-  json::value after = before;
-  set_app(after, "cassandra");  // a downgrade: only what cassandra's upgradeFrom says counts
-  catalog::FieldErrors errors;
-  auto a = catalog::decode_stack(before, errors);
-  auto b = catalog::decode_stack(after, errors);
-  Apps c;
-  auto v = validate_stack_update(a, b, c.memory.catalog());
+  // A downgrade: only what cassandra's upgradeFrom says counts.
+  auto v = app_change("cassandra-r3", "cassandra");
   ASSERT_EQ(v.size(), 1u) << catalog::join(v);
   EXPECT_EQ(v[0].to_string(),
             "spec.app: cannot change from \"cassandra-r3\" to \"cassandra\": no AppType lists "
@@ -133,10 +143,9 @@ TEST(StackUpdate, AppMayGoBackToWhatAMemberStillRuns) {
   before.as_object()["status"] = json::object{
       {"roles", json::array{json::object{
                     {"id", "seed"},
-                    {"members", json::array{json::object{{"pod", "db-seed-0"},
-                                                         {"app", "cassandra"}},
-                                            json::object{{"pod", "db-seed-1"},
-                                                         {"app", "cassandra-r2"}}}}}}}};
+                    {"members",
+                     json::array{json::object{{"pod", "db-seed-0"}, {"app", "cassandra"}},
+                                 json::object{{"pod", "db-seed-1"}, {"app", "cassandra-r2"}}}}}}}};
   catalog::FieldErrors errors;
   auto a = catalog::decode_stack(before, errors);
   ASSERT_TRUE(errors.empty()) << catalog::join(errors);
@@ -158,21 +167,14 @@ TEST(StackUpdate, AppMayGoBackToWhatAMemberStillRuns) {
   a = catalog::decode_stack(before, errors);
   json::value after = before;
   set_app(after, "cassandra");
-  EXPECT_EQ(validate_stack_update(a, catalog::decode_stack(after, errors), c.memory.catalog()).size(),
-            1u);
+  EXPECT_EQ(
+      validate_stack_update(a, catalog::decode_stack(after, errors), c.memory.catalog()).size(),
+      1u);
 }
 
 TEST(StackUpdate, AppRefusedWhenOnlyAnotherDistroListsTheCurrentOne) {
-  json::value before = old_stack_json();
-  set_app(before, "cassandra-fork");
-  json::value after = before;
-  set_app(after, "scylla-2");
-  catalog::FieldErrors errors;
-  auto a = catalog::decode_stack(before, errors);
-  auto b = catalog::decode_stack(after, errors);
-  Apps c;
-  c.memory.add(app("scylla-2", "scylla", {"cassandra-fork"}));
-  auto v = validate_stack_update(a, b, c.memory.catalog());
+  auto v = app_change("cassandra-fork", "scylla-2",
+                      [](Apps& c) { c.memory.add(app("scylla-2", "scylla", {"cassandra-fork"})); });
   ASSERT_EQ(v.size(), 1u) << catalog::join(v);
   EXPECT_EQ(v[0].to_string(),
             "spec.app: cannot change from \"cassandra-fork\" to \"scylla-2\": no AppType lists "
@@ -181,15 +183,7 @@ TEST(StackUpdate, AppRefusedWhenOnlyAnotherDistroListsTheCurrentOne) {
 }
 
 TEST(StackUpdate, AppRefusedWhenTheCurrentAppTypeIsGone) {
-  json::value before = old_stack_json();
-  set_app(before, "gone");
-  json::value after = before;
-  set_app(after, "cassandra-r2");
-  catalog::FieldErrors errors;
-  auto a = catalog::decode_stack(before, errors);
-  auto b = catalog::decode_stack(after, errors);
-  Apps c;
-  auto v = validate_stack_update(a, b, c.memory.catalog());
+  auto v = app_change("gone", "cassandra-r2");
   ASSERT_EQ(v.size(), 1u) << catalog::join(v);
   EXPECT_EQ(v[0].field, "spec.app");
   EXPECT_NE(v[0].reason.find("the current AppType \"gone\" is not found"), std::string::npos)
