@@ -66,6 +66,8 @@ inline constexpr std::string_view kStackCreating = "creating";
 inline constexpr std::string_view kStackReady = "ready";
 inline constexpr std::string_view kStackUpdating = "updating";
 inline constexpr std::string_view kStackError = "error";
+// Every role scaled to zero by spec.stopped, claims and Services kept (docs/api.md "Stop").
+inline constexpr std::string_view kStackStopped = "stopped";
 // Member state values.
 inline constexpr std::string_view kMemberCreatePending = "create_pending";
 inline constexpr std::string_view kMemberCreating = "creating";
@@ -73,6 +75,21 @@ inline constexpr std::string_view kMemberReady = "ready";
 inline constexpr std::string_view kMemberConfigError = "config_error";
 inline constexpr std::string_view kMemberDeletePending = "delete_pending";
 inline constexpr std::string_view kMemberDeleting = "deleting";
+// The Stack is stopped: the member has no pod, its claim and status are kept.
+inline constexpr std::string_view kMemberStopped = "stopped";
+
+// memberRecovery (docs/api.md "Lost nodes"): what kstack does with a member whose node has been
+// NotReady/Unknown for longer than nodeLostGraceSeconds.
+// policy: Reschedule = force-delete the pod so that the StatefulSet makes it again on a live
+// node; Off = leave it to the cluster.
+inline constexpr std::string_view kRecoveryReschedule = "Reschedule";
+inline constexpr std::string_view kRecoveryOff = "Off";
+// localStorage: for a member whose claim is bound to a volume only the lost node can reach.
+// Keep = wait for the node (the pod is not touched); Recreate = delete the claim too, so that
+// the member starts empty elsewhere and the app re-replicates.
+inline constexpr std::string_view kLocalStorageKeep = "Keep";
+inline constexpr std::string_view kLocalStorageRecreate = "Recreate";
+inline constexpr std::int64_t kDefaultNodeLostGraceSeconds = 60;
 
 namespace resources {
 extern const kube::ResourceType kAppTypes;        // kstack.io/v1beta1 apptypes
@@ -173,6 +190,10 @@ struct AppRole {
   std::optional<Probe> readiness_probe;
   std::optional<Probe> liveness_probe;
   std::optional<Probe> startup_probe;
+  // The fewest members of the role that must stay available through voluntary disruptions
+  // (node drains, evictions): an integer >= 1 or a percentage "N%" (of the role's members,
+  // rounded up), as a PodDisruptionBudget's minAvailable. null = no quorum declared, no PDB.
+  boost::json::value min_available;
 };
 
 struct RoleServices {
@@ -224,6 +245,14 @@ struct StorageSpec {
   std::optional<std::string> storage_class_name;
 };
 
+// A Stack role's (or KStackConfig's default) member recovery; unset fields fall back to the
+// KStackConfig's, then to Reschedule / kDefaultNodeLostGraceSeconds / Keep.
+struct MemberRecovery {
+  std::optional<std::string> policy;  // kRecovery*
+  std::optional<std::int64_t> node_lost_grace_seconds;
+  std::optional<std::string> local_storage;  // kLocalStorage*
+};
+
 struct StackRole {
   std::string id;
   std::optional<std::int64_t> members;
@@ -241,6 +270,7 @@ struct StackRole {
   // How many members of the role may be unavailable at once while it rolls to a new template
   // (absent: 1). A member already unavailable may always move.
   std::optional<std::int64_t> max_unavailable;
+  MemberRecovery member_recovery;
 };
 
 // spec.persistentVolumeClaimRetentionPolicy: what happens to member PVCs when the Stack scales
@@ -261,6 +291,9 @@ struct StackSpec {
   PvcRetentionPolicy pvc_retention;
   // Stops a rollout between members: no member starts to move while set (those moving finish).
   bool paused = false;
+  // Every role at zero members, claims, Services and status kept; false again brings every
+  // member back on its own claim (docs/api.md "Stop and resume").
+  bool stopped = false;
 };
 
 struct Condition {
@@ -309,6 +342,12 @@ struct MemberStateDetail {
   // When kstack let the member go to the update revision (RFC 3339); it must be ready on it
   // within the rollout's deadline, or the rollout stops (UpgradeFailed).
   std::string moved_at;
+  // Member recovery (memberRecovery): what kstack did or waits for because the member's node
+  // was lost, for people ("" when nothing); and whether the member was made again with new,
+  // empty claims (localStorage: Recreate): until its setup finishes, the other members get
+  // --delnodes for it before it is set up, then --addnodes.
+  std::string recovery;
+  bool replacing = false;
 };
 
 struct MemberStatus {
@@ -384,6 +423,7 @@ struct KStackConfigSpec {
   StringMap pod_annotations;
   StringMap service_labels;
   StringMap service_annotations;
+  MemberRecovery member_recovery;  // defaults for every Stack role
 };
 
 struct KStackConfig {
