@@ -1,5 +1,6 @@
 // Scheduling predicates (see fit.h), a small subset of kube-scheduler's filter plugins:
-// NodeSelector/NodeAffinity, NodeResourcesFit, VolumeBinding for already-bound claims.
+// NodeSelector/NodeAffinity, NodeUnschedulable, TaintToleration, NodeResourcesFit,
+// VolumeBinding for already-bound claims.
 #include "tests/nodesim/fit.h"
 
 #include <algorithm>
@@ -112,10 +113,14 @@ std::vector<std::string> claim_names(const json::value& pod) {
   return out;
 }
 
-bool pv_allows_node(const json::value& pv, const NodeInfo& node) {
+bool pv_allows_node(const json::value& pv, const std::string& node_name, const Labels& labels) {
   const auto* terms = find(pv, "/spec/nodeAffinity/required/nodeSelectorTerms");
   if (terms == nullptr) return true;
-  return match_node_selector_terms(*terms, node.name, node.labels);
+  return match_node_selector_terms(*terms, node_name, labels);
+}
+
+bool pv_allows_node(const json::value& pv, const NodeInfo& node) {
+  return pv_allows_node(pv, node.name, node.labels);
 }
 
 bool pod_terminated(const json::value& pod) {
@@ -123,11 +128,54 @@ bool pod_terminated(const json::value& pod) {
   return phase == "Succeeded" || phase == "Failed";
 }
 
+std::vector<Taint> node_taints(const json::value& node) {
+  std::vector<Taint> out;
+  if (const auto* taints = arr(node, "/spec/taints")) {
+    for (const auto& t : *taints) {
+      out.push_back({str(t, "/key"), str(t, "/value"), str(t, "/effect")});
+    }
+  }
+  return out;
+}
+
+bool tolerates(const json::value& pod, const Taint& taint) {
+  const auto* tolerations = arr(pod, "/spec/tolerations");
+  if (tolerations == nullptr) return false;
+  return std::any_of(tolerations->begin(), tolerations->end(), [&](const json::value& t) {
+    auto effect = str(t, "/effect");
+    if (!effect.empty() && effect != taint.effect) return false;
+    auto key = str(t, "/key");
+    if (!key.empty() && key != taint.key) return false;
+    auto op = str(t, "/operator");
+    if (op.empty() || op == "Equal") return str(t, "/value") == taint.value;
+    return op == "Exists";
+  });
+}
+
 FitResult check_fit(const json::value& pod, const FitInput& in) {
   using Kind = FitResult::Kind;
+  // The Node's labels as they are now (kubectl label node), else those it registered with.
+  const Labels labels =
+      in.node_object ? string_map(*in.node_object, "/metadata/labels") : in.node.labels;
+  if (in.node_object) {
+    // NodeUnschedulable: a cordoned node takes only pods that tolerate its taint.
+    if (flag(*in.node_object, "/spec/unschedulable") &&
+        !tolerates(pod, {kTaintUnschedulable, "", "NoSchedule"})) {
+      return {Kind::kDoesNotFit, "node is unschedulable (cordoned)"};
+    }
+    // TaintToleration: every NoSchedule and NoExecute taint must be tolerated
+    // (PreferNoSchedule only weighs in scoring).
+    for (const auto& taint : node_taints(*in.node_object)) {
+      if ((taint.effect == "NoSchedule" || taint.effect == "NoExecute") && !tolerates(pod, taint)) {
+        return {Kind::kDoesNotFit, fmt::format("node has taint {{{}: {}}} ({}) that the pod "
+                                               "does not tolerate",
+                                               taint.key, taint.value, taint.effect)};
+      }
+    }
+  }
   for (const auto& [k, v] : string_map(pod, "/spec/nodeSelector")) {
-    auto it = in.node.labels.find(k);
-    if (it == in.node.labels.end() || it->second != v) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) {
       return {Kind::kDoesNotFit, fmt::format("node does not match nodeSelector {}={}", k, v)};
     }
   }
@@ -135,7 +183,7 @@ FitResult check_fit(const json::value& pod, const FitInput& in) {
           find(pod,
                "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
                "nodeSelectorTerms")) {
-    if (!match_node_selector_terms(*terms, in.node.name, in.node.labels)) {
+    if (!match_node_selector_terms(*terms, in.node.name, labels)) {
       return {Kind::kDoesNotFit, "node does not match the pod's required node affinity"};
     }
   }
@@ -159,6 +207,10 @@ FitResult check_fit(const json::value& pod, const FitInput& in) {
     if (!pvc) {
       return {Kind::kWaitForVolumes, fmt::format("persistentvolumeclaim \"{}\" not found", claim)};
     }
+    if (find(*pvc, "/metadata/deletionTimestamp") != nullptr) {
+      return {Kind::kWaitForVolumes,
+              fmt::format("persistentvolumeclaim \"{}\" is being deleted", claim)};
+    }
     std::string volume = str(*pvc, "/spec/volumeName");
     if (volume.empty() || str(*pvc, "/status/phase") != "Bound") {
       return {Kind::kWaitForVolumes,
@@ -168,7 +220,7 @@ FitResult check_fit(const json::value& pod, const FitInput& in) {
     if (!pv) {
       return {Kind::kWaitForVolumes, fmt::format("persistentvolume \"{}\" not found", volume)};
     }
-    if (!pv_allows_node(*pv, in.node)) {
+    if (!pv_allows_node(*pv, in.node.name, labels)) {
       return {Kind::kDoesNotFit,
               fmt::format("volume {} of claim \"{}\" has a node affinity conflict", volume, claim)};
     }

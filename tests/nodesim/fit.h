@@ -1,5 +1,6 @@
 // The scheduler's predicates, pure over JSON objects: does a pod fit this node? (nodeSelector,
-// required node affinity, CPU/memory/pod-count capacity, and its volumes' PV node affinity.)
+// required node affinity, a cordoned node, taints and tolerations, CPU/memory/pod-count
+// capacity, and its claims: present, not terminating, bound, their PV's node affinity.)
 #pragma once
 
 #include <cstdint>
@@ -47,8 +48,24 @@ std::vector<std::string> claim_names(const boost::json::value& pod);
 
 // A PV without node affinity is usable anywhere.
 bool pv_allows_node(const boost::json::value& pv, const NodeInfo& node);
+bool pv_allows_node(const boost::json::value& pv, const std::string& node_name,
+                    const Labels& labels);
 
 bool pod_terminated(const boost::json::value& pod);  // phase Succeeded or Failed
+
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
+};
+inline constexpr const char* kTaintUnschedulable = "node.kubernetes.io/unschedulable";
+
+// A Node's spec.taints.
+std::vector<Taint> node_taints(const boost::json::value& node);
+// Whether one of the pod's spec.tolerations tolerates `taint` (core/v1 ToleratesTaint: an
+// empty effect matches every effect, an empty key with operator Exists every key; operator
+// Equal, the default, also compares the value).
+bool tolerates(const boost::json::value& pod, const Taint& taint);
 
 using Lookup = std::function<informer::ObjectPtr(const std::string& key)>;
 
@@ -58,12 +75,15 @@ struct FitInput {
   std::int64_t pods_used = 0;
   Lookup pvc;  // "ns/name" -> claim
   Lookup pv;   // "name" -> volume
+  // The Node object as last seen: its labels (instead of node.labels), spec.unschedulable and
+  // spec.taints; null = node.labels, and no cordon or taints.
+  informer::ObjectPtr node_object;
 };
 
 struct FitResult {
   enum class Kind {
     kFits,
-    kWaitForVolumes,  // a claim is missing or unbound: try again when it changes
+    kWaitForVolumes,  // a claim is missing, terminating or unbound: try again when it changes
     kDoesNotFit,
   };
   Kind kind = Kind::kFits;

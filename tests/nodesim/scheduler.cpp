@@ -28,9 +28,33 @@ bool ours_to_schedule(const json::value& pod) {
   return scheduler.empty() || scheduler == kDefaultSchedulerName;
 }
 
+// What of a Node decides whether pods may go there (status heartbeats do not).
+bool same_schedulability(const json::value& a, const json::value& b) {
+  auto same = [&](std::string_view pointer) {
+    const auto* va = find(a, pointer);
+    const auto* vb = find(b, pointer);
+    return va == nullptr ? vb == nullptr : vb != nullptr && *va == *vb;
+  };
+  return flag(a, "/spec/unschedulable") == flag(b, "/spec/unschedulable") && same("/spec/taints") &&
+         same("/metadata/labels");
+}
+
 }  // namespace
 
-Scheduler::Scheduler(Context& ctx) : ctx_(ctx), queue_(queue_options("scheduler")) {}
+Scheduler::Scheduler(Context& ctx) : ctx_(ctx), queue_(queue_options("scheduler")) {
+  informer::ReflectorOptions r;
+  r.type = kube::resources::kNodes;
+  r.field_selector = "metadata.name=" + ctx_.node.name;
+  informer::InformerOptions no_resync;
+  no_resync.resync_period = std::chrono::milliseconds(0);
+  node_ = std::make_unique<informer::Informer>(ctx_.client, r, no_resync);
+  informer::EventHandler h;
+  h.on_add = [this](const ObjectPtr&) { enqueue_all(); };
+  h.on_update = [this](const ObjectPtr& old_node, const ObjectPtr& node) {
+    if (!same_schedulability(*old_node, *node)) enqueue_all();  // e.g. uncordoned
+  };
+  node_->add_handler(std::move(h));
+}
 
 Scheduler::~Scheduler() { stop(); }
 
@@ -60,6 +84,7 @@ informer::EventHandler Scheduler::volume_handler() {
 }
 
 void Scheduler::start() {
+  node_->start();
   workers_ = std::make_unique<informer::Workers>(
       queue_, 1, [this](const std::string& key) { return reconcile(key); });
   enqueue_all();
@@ -67,6 +92,7 @@ void Scheduler::start() {
 
 void Scheduler::stop() {
   if (workers_) workers_->stop();
+  node_->stop();
 }
 
 void Scheduler::enqueue_all() {
@@ -85,6 +111,8 @@ WorkResult Scheduler::reconcile(const std::string& key) {
     return WorkResult::success();
   }
   const std::string uid = str(*pod, "/metadata/uid");
+  ObjectPtr node = node_->store().get(ctx_.node.name);
+  if (!node) return WorkResult::success();  // not cached yet: its add event enqueues every pod
 
   Resources used;
   std::int64_t count = 0;
@@ -107,9 +135,12 @@ WorkResult Scheduler::reconcile(const std::string& key) {
       ++it;
     }
   }
-  FitInput input{ctx_.node, used, count,
+  FitInput input{ctx_.node,
+                 used,
+                 count,
                  [this](const std::string& k) { return ctx_.claims->store().get(k); },
-                 [this](const std::string& k) { return ctx_.volumes->store().get(k); }};
+                 [this](const std::string& k) { return ctx_.volumes->store().get(k); },
+                 node};
   FitResult fit = check_fit(*pod, input);
   if (!fit.fits()) {
     spdlog::debug("pod {} does not go to {}: {}", key, ctx_.node.name, fit.reason);

@@ -1,5 +1,6 @@
 // The scheduler role: binds pending pods (no spec.nodeName, schedulerName default-scheduler)
-// to this node through pods/binding when they fit (fit.h). Every simulator schedules for
+// to this node through pods/binding when they fit (fit.h): it watches its own Node, so a
+// cordoned or tainted node takes no pod that does not tolerate it. Every simulator schedules for
 // itself; when several could take a pod, the least loaded one tries first (a delay per pod it
 // already runs) and the API server lets exactly one binding succeed (409 for the others).
 #pragma once
@@ -39,6 +40,9 @@ class Scheduler {
   kube::Result<bool> bind(const boost::json::value& pod);  // false: another node won
 
   Context& ctx_;
+  // This node only (field selector metadata.name): spec.unschedulable and spec.taints. Until
+  // it is cached nothing is bound.
+  std::unique_ptr<informer::Informer> node_;
   informer::WorkQueue queue_;
   std::unique_ptr<informer::Workers> workers_;
   std::mutex mu_;
