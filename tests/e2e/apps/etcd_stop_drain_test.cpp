@@ -643,6 +643,7 @@ TEST_F(EtcdStopDrain, DrainsKeepTheRolesMinAvailableAndAMemberWaitsForItsCordone
   EXPECT_EQ(str_at(*pdb, "/metadata/labels/kstack.io~1role"), kRole);
   EXPECT_TRUE(referenced_by(*pdb, stack_uid)) << "not owned by the Stack";
   EXPECT_EQ(int_at(*pdb, "/status/desiredHealthy"), 2);
+  ASSERT_EQ(ready_members(), pods);  // settled after the AppType change
 
   auto old0 = client().get(kPods, ns(), pods[0]);
   auto old1 = client().get(kPods, ns(), pods[1]);
