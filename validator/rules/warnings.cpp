@@ -86,9 +86,9 @@ std::vector<std::string> stack_warnings(const catalog::Stack& stack,
     if (app_role == nullptr || !app_role->min_available.is_int64()) continue;
     const std::int64_t min = app_role->min_available.get_int64();
     const std::int64_t members = catalog::effective_members(app_role, role);
-    if (members <= 0 || members >= min) continue;
+    if (members <= 0 || members > min) continue;
     out.push_back(fmt::format(
-        "{}: {} member{} of role \"{}\", fewer than minAvailable {} of AppType \"{}\": the "
+        "{}: {} member{} of role \"{}\", not more than minAvailable {} of AppType \"{}\": the "
         "PodDisruptionBudget allows no eviction, so no member of it can be evicted (node drains "
         "wait)",
         catalog::child_path(catalog::index_path("spec.roles", i), "members"), members,

@@ -346,7 +346,7 @@ TEST(RulesHandler, StackRoleBelowItsMinAvailableIsAllowedWithAWarning) {
   EXPECT_TRUE(resp.allowed) << resp.message;
   ASSERT_EQ(resp.warnings.size(), 1u);
   EXPECT_EQ(resp.warnings[0],
-            "spec.roles[0].members: 3 members of role \"seed\", fewer than minAvailable 4 of "
+            "spec.roles[0].members: 3 members of role \"seed\", not more than minAvailable 4 of "
             "AppType \"quorum\": the PodDisruptionBudget allows no eviction, so no member of it "
             "can be evicted (node drains wait)");
   auto enough = with(stack, "/spec/roles/0/members", 4);

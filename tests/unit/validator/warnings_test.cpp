@@ -48,8 +48,8 @@ TEST(Warnings, CleanObjectsHaveNone) {
   EXPECT_TRUE(field_warnings("Other", yaml("spec: {connections: {}}\n")).empty());
 }
 
-// minAvailable (docs/api.md "Disruption budgets"): a role smaller than its integer quorum can
-// never have a member evicted; the Stack is still valid.
+// minAvailable (docs/api.md "Disruption budgets"): a role no larger than its integer quorum
+// can never have a member evicted; the Stack is still valid.
 constexpr std::string_view kQuorumApp = R"(kind: AppType
 metadata: {name: zk, namespace: team-a}
 spec:
@@ -76,23 +76,27 @@ std::vector<std::string> stack_warnings_for(std::string_view roles_yaml) {
   return stack_warnings(stack, memory.catalog());
 }
 
-TEST(Warnings, ARoleSmallerThanItsIntegerMinAvailableIsWarnedAbout) {
+TEST(Warnings, ARoleNoLargerThanItsIntegerMinAvailableIsWarnedAbout) {
   auto w = stack_warnings_for("    - {id: server, members: 2}\n");
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0],
-            "spec.roles[0].members: 2 members of role \"server\", fewer than minAvailable 3 of "
+            "spec.roles[0].members: 2 members of role \"server\", not more than minAvailable 3 of "
             "AppType \"zk\": the PodDisruptionBudget allows no eviction, so no member of it can "
             "be evicted (node drains wait)");
   // members absent: the cardinality minimum (1) applies.
   auto defaulted = stack_warnings_for("    - {id: server}\n");
   ASSERT_EQ(defaulted.size(), 1u);
   EXPECT_NE(defaulted[0].find("1 member of role"), std::string::npos) << defaulted[0];
+  // As many members as the budget keeps: no eviction either.
+  auto equal = stack_warnings_for("    - {id: server, members: 3}\n");
+  ASSERT_EQ(equal.size(), 1u);
+  EXPECT_NE(equal[0].find("3 members of role"), std::string::npos) << equal[0];
 }
 
 TEST(Warnings, EnoughMembersPercentagesAndRolesWithoutQuorumAreNotWarnedAbout) {
   EXPECT_TRUE(stack_warnings_for("    - {id: server, members: 5}\n").empty());
-  EXPECT_TRUE(stack_warnings_for("    - {id: server, members: 3}\n").empty());
-  EXPECT_TRUE(stack_warnings_for("    - {id: server, members: 3}\n"
+  EXPECT_TRUE(stack_warnings_for("    - {id: server, members: 4}\n").empty());
+  EXPECT_TRUE(stack_warnings_for("    - {id: server, members: 4}\n"
                                  "    - {id: observer, members: 1}\n"
                                  "    - {id: client, members: 1}\n")
                   .empty());
