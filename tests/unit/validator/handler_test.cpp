@@ -349,7 +349,7 @@ TEST(RulesHandler, StackRoleBelowItsMinAvailableIsAllowedWithAWarning) {
             "spec.roles[0].members: 3 members of role \"seed\", not more than minAvailable 4 of "
             "AppType \"quorum\": the PodDisruptionBudget allows no eviction, so no member of it "
             "can be evicted (node drains wait)");
-  auto enough = with(stack, "/spec/roles/0/members", 4);
+  auto enough = with(stack, "/spec/roles/0/members", 5);
   EXPECT_TRUE(f.handler.validate(Fixture::request("Stack", "CREATE", enough)).warnings.empty());
 }
 
