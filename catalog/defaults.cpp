@@ -138,4 +138,20 @@ std::string cluster_svc_domain_base(const KStackConfig* config) {
   return std::string(kDefaultClusterSvcDomainBase);
 }
 
+EffectiveRecovery effective_recovery(const StackRole& role, const KStackConfig* config) {
+  const MemberRecovery* fallback = config ? &config->spec.member_recovery : nullptr;
+  auto pick = [&](auto field, auto builtin) {
+    const auto& own = role.member_recovery.*field;
+    if (own) return *own;
+    if (fallback && fallback->*field) return *(fallback->*field);
+    return builtin;
+  };
+  EffectiveRecovery r;
+  r.policy = pick(&MemberRecovery::policy, std::string(kRecoveryReschedule));
+  r.node_lost_grace_seconds =
+      pick(&MemberRecovery::node_lost_grace_seconds, kDefaultNodeLostGraceSeconds);
+  r.local_storage = pick(&MemberRecovery::local_storage, std::string(kLocalStorageKeep));
+  return r;
+}
+
 }  // namespace kstack::catalog

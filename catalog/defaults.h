@@ -58,4 +58,14 @@ std::string effective_service_type(const Stack& stack, const KStackConfig* confi
 std::string effective_naming_scheme(const Stack& stack, const KStackConfig* config);
 std::string cluster_svc_domain_base(const KStackConfig* config);
 
+// memberRecovery after defaults (docs/api.md "Lost nodes"), resolved per field: the Stack
+// role's, else the KStackConfig's (config may be null), else kRecoveryReschedule /
+// kDefaultNodeLostGraceSeconds / kLocalStorageKeep.
+struct EffectiveRecovery {
+  std::string policy;
+  std::int64_t node_lost_grace_seconds = kDefaultNodeLostGraceSeconds;
+  std::string local_storage;
+};
+EffectiveRecovery effective_recovery(const StackRole& role, const KStackConfig* config);
+
 }  // namespace kstack::catalog
