@@ -671,8 +671,8 @@ TEST_F(EtcdStopDrain, DrainsKeepTheRolesMinAvailableAndAMemberWaitsForItsCordone
   // 2. Member 1's node: the budget allows no second member to go.
   start = std::chrono::steady_clock::now();
   auto second = drain(*kubectl, node_b, "20s");
-  std::cout << "[ etcd ] drain of " << node_b << " refused after " << seconds_since(start)
-            << " s\n";
+  std::cout << "[ etcd ] drain of " << node_b << " ended after " << seconds_since(start)
+            << " s, exit " << second.exit_code << "\n";
   EXPECT_NE(second.exit_code, 0) << "kubectl drain " << node_b << " passed:\n"
                                  << second.out << second.err;
   EXPECT_NE((second.out + second.err).find("disruption budget"), std::string::npos)
