@@ -25,6 +25,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +37,7 @@
 
 #include "catalog/model.h"
 #include "kube/resource.h"
+#include "reconciler/desired_state.h"
 #include "tests/e2e/apps/app_fixture.h"
 #include "tests/testenv/process.h"
 #include "validator/certs.h"
@@ -343,7 +345,7 @@ class EtcdStopDrain : public AppTest {
  protected:
   static void SetUpTestSuite() {
     const auto start = std::chrono::steady_clock::now();
-    start_app("etcd");
+    start_app("etcd", pin_member_volumes);
     if (ns().empty()) return;  // start_app failed early: SetUp reports it
     auto ready = wait_ready();
     if (ready) {
@@ -358,6 +360,36 @@ class EtcdStopDrain : public AppTest {
       for (const auto& node : cordoned_) (void)drain_kubectl(*kubectl, {"uncordon", node});
     }
     stop_app();
+  }
+
+  // Each member's volume on a node of its own, so that draining a node concerns one member: the
+  // claims the StatefulSet will use (data-<stack>-member-<i>, labelled as its template labels
+  // them) are made first, each with the node that is to provision it
+  // (volume.kubernetes.io/selected-node), as local volumes pre-provisioned per node are. Left
+  // to the simulators, the three claims a Parallel StatefulSet makes at once may land two on
+  // one node. Runs before the Stack is created; throws on failure (start_app reports it).
+  static void pin_member_volumes(json::value& stack) {
+    const auto name = str_at(stack, "/metadata/name");
+    json::object labels{
+        {std::string(reconciler::kLabelManagedBy), reconciler::kManagedByValue},
+        {std::string(reconciler::kLabelStack), name},
+        {std::string(reconciler::kLabelName), reconciler::label_value("etcd")},  // distroID
+        {std::string(reconciler::kLabelRole), kRole}};
+    for (std::size_t i = 0; i < 3; ++i) {
+      json::object claim{
+          {"apiVersion", "v1"},
+          {"kind", "PersistentVolumeClaim"},
+          {"metadata",
+           {{"name", fmt::format("data-{}-{}-{}", name, kRole, i)},
+            {"labels", labels},
+            {"annotations",
+             {{"volume.kubernetes.io/selected-node", node_simulator(i).node_name()}}}}},
+          {"spec",
+           {{"accessModes", json::array{"ReadWriteOnce"}},
+            {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}};
+      auto created = client().create(kPersistentVolumeClaims, ns(), claim);
+      if (!created) throw std::runtime_error("claim: " + created.error().to_string());
+    }
   }
 
   static std::vector<std::string> ready_members() {
@@ -604,8 +636,8 @@ TEST_F(EtcdStopDrain, DrainsKeepTheRolesMinAvailableAndAMemberWaitsForItsCordone
   std::map<std::string, std::string> node;  // pod -> node
   std::set<std::string> nodes;
   for (const auto& pod : pods) nodes.insert(node[pod] = node_of(pod));
-  // Each member on a node of its own (the simulators spread pods and volumes): a drain of a
-  // node then concerns one member.
+  // Each member on a node of its own (pin_member_volumes): a drain of a node concerns one
+  // member.
   ASSERT_EQ(nodes.size(), 3u) << fmt::format("{}", node) << "\n" << describe();
   const std::string node_a = node[pods[0]];
   const std::string node_b = node[pods[1]];
