@@ -6,15 +6,17 @@
 //   webhook, registered for the test) refuses any other spec change while stopped, dry run
 //   too; `spec.stopped: false` brings the same members back on their claims: the same etcd
 //   cluster (member IDs) with every key.
-// - Drain: the AppType's role declares minAvailable, kstack makes the PodDisruptionBudget
-//   (policy/v1beta1 on the 1.20 control plane), and `kubectl drain` (kubectl 1.31) of member
-//   0's node evicts it; the member cannot come back while its node is cordoned (its volume is
-//   local to that node), so draining member 1's node must fail on the budget; uncordoned,
-//   member 0 comes back and the second drain passes. A pod watch records the fewest Ready
-//   members at any moment: never below 2 (etcd's quorum).
+// - Drain: the AppType's role declares minAvailable (patched into the installed AppType while
+//   no webhook is registered: kstack's admission keeps an AppType in use immutable, the way in
+//   is a Stack moved to another AppType; what is under test is how the reconciler follows the
+//   AppType), kstack makes the PodDisruptionBudget (policy/v1beta1 on the 1.20 control
+//   plane), and `kubectl drain` (kubectl 1.31) of member 0's node evicts it; the member cannot
+//   come back while its node is cordoned (its volume is local to that node), so draining
+//   member 1's node must fail on the budget; uncordoned, member 0 comes back and the second
+//   drain passes. A pod watch records the fewest Ready members at any moment: never below 2
+//   (etcd's quorum). Without minAvailable the budget goes.
 // The tests run in order on one cluster.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
