@@ -155,10 +155,12 @@ tl::expected<void, std::string> Simulator::init(Options options) {
   claims_ = informer_for(kube::resources::kPersistentVolumeClaims, informer::kDefaultResyncPeriod);
   volumes_ = informer_for(kube::resources::kPersistentVolumes, informer::kDefaultResyncPeriod);
   classes_ = informer_for(resources::kStorageClasses, std::chrono::milliseconds(0));
+  nodes_ = informer_for(kube::resources::kNodes, std::chrono::milliseconds(0));
   ctx_.pods = pods_.get();
   ctx_.claims = claims_.get();
   ctx_.volumes = volumes_.get();
   ctx_.classes = classes_.get();
+  ctx_.nodes = nodes_.get();
 
   kubelet_ = std::make_unique<Kubelet>(ctx_);
   scheduler_ = std::make_unique<Scheduler>(ctx_);
@@ -174,9 +176,11 @@ tl::expected<void, std::string> Simulator::init(Options options) {
   }
   claims_->add_handler(provisioner_->claim_handler());
   volumes_->add_handler(provisioner_->volume_handler());
+  nodes_->add_handler(provisioner_->node_handler());
 
-  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get()}) inf->start();
-  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get()}) {
+  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get(), nodes_.get()})
+    inf->start();
+  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get(), nodes_.get()}) {
     if (!inf->wait_for_sync(kSyncTimeout)) {
       return tl::unexpected(
           std::string("informer caches did not sync (is the API server reachable?)"));
@@ -208,7 +212,7 @@ void Simulator::stop() {
   if (kubelet_) kubelet_->stop();
   if (scheduler_) scheduler_->stop();
   if (provisioner_) provisioner_->stop();
-  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get()}) {
+  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get(), nodes_.get()}) {
     if (inf != nullptr) inf->stop();
   }
   if (runtime_) runtime_->kill_all();
@@ -229,6 +233,7 @@ ControlResponse Simulator::handle(const ControlRequest& r) {
     agent_->resume_heartbeats([this] {
       kubelet_->enqueue_all();
       scheduler_->enqueue_all();
+      provisioner_->enqueue_all();
     });
     return json_response(200, json::object{{"lost", false}});
   }
