@@ -138,4 +138,17 @@ std::string cluster_svc_domain_base(const KStackConfig* config) {
   return std::string(kDefaultClusterSvcDomainBase);
 }
 
+EffectiveRecovery effective_recovery(const StackRole& role, const KStackConfig* config) {
+  const MemberRecovery none;
+  const auto& r = role.member_recovery;
+  const auto& c = config != nullptr ? config->spec.member_recovery : none;
+  EffectiveRecovery e;
+  e.policy = r.policy.value_or(c.policy.value_or(std::string(kRecoveryReschedule)));
+  e.node_lost_grace_seconds = r.node_lost_grace_seconds.value_or(
+      c.node_lost_grace_seconds.value_or(kDefaultNodeLostGraceSeconds));
+  e.local_storage =
+      r.local_storage.value_or(c.local_storage.value_or(std::string(kLocalStorageKeep)));
+  return e;
+}
+
 }  // namespace kstack::catalog

@@ -58,4 +58,13 @@ std::string effective_service_type(const Stack& stack, const KStackConfig* confi
 std::string effective_naming_scheme(const Stack& stack, const KStackConfig* config);
 std::string cluster_svc_domain_base(const KStackConfig* config);
 
+// A Stack role's memberRecovery after defaults, field by field: the role's, else the
+// KStackConfig's (config may be null), else Reschedule / kDefaultNodeLostGraceSeconds / Keep.
+struct EffectiveRecovery {
+  std::string policy;
+  std::int64_t node_lost_grace_seconds = kDefaultNodeLostGraceSeconds;
+  std::string local_storage;
+};
+EffectiveRecovery effective_recovery(const StackRole& role, const KStackConfig* config);
+
 }  // namespace kstack::catalog

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,7 +32,8 @@ class ObjectWriter {
                                                        const boost::json::value& desired) = 0;
   virtual kube::Result<Change> remove(const kube::ResourceType& type, std::string_view ns,
                                       std::string_view name, std::string_view uid = {},
-                                      std::string_view propagation_policy = "Background") = 0;
+                                      std::string_view propagation_policy = "Background",
+                                      std::optional<std::int64_t> grace_period_seconds = {}) = 0;
   virtual kube::Result<boost::json::value> update_status(const kube::ResourceType& type,
                                                          const boost::json::value& object) = 0;
   virtual kube::Result<boost::json::value> set_finalizers(

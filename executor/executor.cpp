@@ -180,9 +180,11 @@ kube::Result<json::value> Executor::force_apply(const kube::ResourceType& type,
 
 kube::Result<Change> Executor::remove(const kube::ResourceType& type, std::string_view ns,
                                       std::string_view name, std::string_view uid,
-                                      std::string_view propagation_policy) {
+                                      std::string_view propagation_policy,
+                                      std::optional<std::int64_t> grace_period_seconds) {
   kube::DeleteOptions options;
   options.propagation_policy = std::string(propagation_policy);
+  options.grace_period_seconds = grace_period_seconds;
   if (!uid.empty()) options.precondition_uid = std::string(uid);
   auto removed = client_->remove(type, ns, name, options);
   if (!removed) {

@@ -64,7 +64,8 @@ class Executor : public ObjectWriter, public EventSink {
   // the same name). NotFound counts as done (kNone); kDeleted otherwise.
   kube::Result<Change> remove(const kube::ResourceType& type, std::string_view ns,
                               std::string_view name, std::string_view uid = {},
-                              std::string_view propagation_policy = "Background") override;
+                              std::string_view propagation_policy = "Background",
+                              std::optional<std::int64_t> grace_period_seconds = {}) override;
 
   // PUT of the status subresource; `object` carries metadata.resourceVersion, so a stale write
   // fails with kConflict. Returns the stored object.

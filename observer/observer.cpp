@@ -51,7 +51,8 @@ informer::IndexFunc stack_index() {
 }
 
 Observer::Observer(Stores stores) : stores_(stores) {
-  for (auto* store : {stores_.stateful_sets, stores_.services, stores_.pvcs, stores_.pods}) {
+  for (auto* store :
+       {stores_.stateful_sets, stores_.services, stores_.pvcs, stores_.pods, stores_.pdbs}) {
     if (store != nullptr) store->add_index(std::string(kStackIndex), stack_index());
   }
 }
@@ -63,6 +64,25 @@ Observed Observer::observe(std::string_view namespace_name, std::string_view sta
   observed.services = by_stack(stores_.services, key);
   observed.pvcs = by_stack(stores_.pvcs, key);
   observed.pods = by_stack(stores_.pods, key);
+  observed.pdbs = by_stack(stores_.pdbs, key);
+  // The cluster-scoped objects the pods and claims point at, by name.
+  const auto add_referenced = [](const informer::Store* store, const json::value& object,
+                                 std::string_view pointer,
+                                 std::map<std::string, informer::ObjectPtr>& into) {
+    if (store == nullptr) return;
+    std::error_code ec;
+    const auto* name = object.find_pointer(pointer, ec);
+    if (name == nullptr || !name->is_string() || name->get_string().empty()) return;
+    std::string n(name->get_string());
+    if (into.contains(n)) return;
+    if (auto found = store->get(n)) into.emplace(std::move(n), std::move(found));
+  };
+  for (const auto& [name, pod] : observed.pods) {
+    add_referenced(stores_.nodes, *pod, "/spec/nodeName", observed.nodes);
+  }
+  for (const auto& [name, pvc] : observed.pvcs) {
+    add_referenced(stores_.volumes, *pvc, "/spec/volumeName", observed.volumes);
+  }
   return observed;
 }
 

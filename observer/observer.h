@@ -21,6 +21,12 @@ struct Stores {
   informer::Store* services = nullptr;
   informer::Store* pvcs = nullptr;
   informer::Store* pods = nullptr;
+  // PodDisruptionBudgets kstack keeps (owned, indexed like the others); may be null.
+  informer::Store* pdbs = nullptr;
+  // Cluster-scoped, not owned: the Nodes the members' pods run on and the PersistentVolumes
+  // their claims are bound to (member recovery, docs/api.md "Lost nodes"); may be null.
+  informer::Store* nodes = nullptr;
+  informer::Store* volumes = nullptr;
 };
 
 // Everything currently cached for one Stack, each map keyed by object name.
@@ -29,6 +35,11 @@ struct Observed {
   std::map<std::string, informer::ObjectPtr> services;  // the headless one included
   std::map<std::string, informer::ObjectPtr> pvcs;
   std::map<std::string, informer::ObjectPtr> pods;
+  std::map<std::string, informer::ObjectPtr> pdbs;
+  // The Nodes of the pods above (by node name) and the PersistentVolumes bound to the claims
+  // above (by volume name), as far as the caches have them.
+  std::map<std::string, informer::ObjectPtr> nodes;
+  std::map<std::string, informer::ObjectPtr> volumes;
 };
 
 class Observer {

@@ -69,10 +69,11 @@ struct Acting {
     if (!failure) failure = std::move(r);
   }
   informer::Store* store_for(const kube::ResourceType& type) const {
-    return type == res::kStatefulSets             ? a.owned.stateful_sets
-           : type == res::kServices               ? a.owned.services
-           : type == res::kPersistentVolumeClaims ? a.owned.pvcs
-                                                  : nullptr;
+    return type == res::kStatefulSets                           ? a.owned.stateful_sets
+           : type == res::kServices                             ? a.owned.services
+           : type == res::kPersistentVolumeClaims               ? a.owned.pvcs
+           : snap.pdb_type != nullptr && type == *snap.pdb_type ? a.owned.pdbs
+                                                                : nullptr;
   }
   void done(const ObjectEvent& e) {
     spdlog::info("stack {}: {}", snap.key, e.note);
@@ -105,7 +106,9 @@ void Acting::apply(const Write& w) {
 }
 
 void Acting::remove(const Write& w) {
-  auto change = a.writer.remove(*w.type, snap.ns(), w.name, uid_of(*w.live));
+  auto change = w.force ? a.writer.remove(*w.type, snap.ns(), w.name, uid_of(*w.live), "Background",
+                                          std::int64_t{0})
+                        : a.writer.remove(*w.type, snap.ns(), w.name, uid_of(*w.live));
   if (!change) {
     const auto what =
         fmt::format("delete {} {}/{}: {}", w.type->kind, snap.ns(), w.name, change.error().message);

@@ -45,7 +45,10 @@ struct Controller::Impl {
   std::shared_ptr<informer::InformerFactory> factory;
   bool own_factory = false;
   informer::SharedInformer *stacks = nullptr, *apptypes = nullptr, *configs = nullptr,
-                           *sets = nullptr, *services = nullptr, *pvcs = nullptr, *pods = nullptr;
+                           *sets = nullptr, *services = nullptr, *pvcs = nullptr, *pods = nullptr,
+                           *pdbs = nullptr, *nodes = nullptr, *volumes = nullptr;
+  // PodDisruptionBudget as the API server serves it (policy/v1, else v1beta1); none: not served.
+  std::optional<kube::ResourceType> pdb_type;
   std::vector<informer::HandlerRegistration> handlers;  // released by stop()
   std::unique_ptr<executor::Executor> executor;
   std::unique_ptr<executor::SetupRunner> setup;
@@ -92,7 +95,25 @@ informer::EventHandler enqueue_keys_of(std::function<Keys(const boost::json::val
 
 }  // namespace
 
-void Controller::open_informers() {
+namespace {
+
+// policy/v1 from Kubernetes 1.21, policy/v1beta1 until 1.25: whichever the server serves.
+kube::Result<std::optional<kube::ResourceType>> discover_pdb(kube::Client& client) {
+  auto v1 = client.discover("policy/v1", "PodDisruptionBudget");
+  if (v1) return std::optional<kube::ResourceType>(*v1);
+  if (!v1.error().is(kube::ErrorKind::kNotFound)) return tl::unexpected(std::move(v1.error()));
+  auto beta = client.discover("policy/v1beta1", "PodDisruptionBudget");
+  if (beta) return std::optional<kube::ResourceType>(*beta);
+  if (!beta.error().is(kube::ErrorKind::kNotFound)) return tl::unexpected(std::move(beta.error()));
+  spdlog::warn(
+      "controller: the API server serves no PodDisruptionBudget (policy/v1 or v1beta1); "
+      "roles that declare minAvailable get none");
+  return std::optional<kube::ResourceType>();
+}
+
+}  // namespace
+
+kube::Result<void> Controller::open_informers() {
   auto& s = *impl_;
   const auto& opts = s.options;
   const std::string owned = fmt::format("{}={}", kLabelManagedBy, kManagedByValue);
@@ -113,6 +134,18 @@ void Controller::open_informers() {
   s.pvcs =
       &f.informer(watch(kube::resources::kPersistentVolumeClaims, opts.watch_namespace, owned));
   s.pods = &f.informer(watch(kube::resources::kPods, opts.watch_namespace, owned));
+  // Member recovery reads the members' Nodes and their claims' volumes (cluster-scoped).
+  s.nodes = &f.informer(watch(kube::resources::kNodes, {}));
+  s.volumes = &f.informer(watch(kube::resources::kPersistentVolumes, {}));
+  auto pdb = discover_pdb(*client_);
+  if (!pdb) {
+    return kube::make_error(
+        pdb.error().kind,
+        fmt::format("controller: discovering PodDisruptionBudget: {}", pdb.error().message));
+  }
+  s.pdb_type = *pdb;
+  if (s.pdb_type) s.pdbs = &f.informer(watch(*s.pdb_type, opts.watch_namespace, owned));
+  return {};
 }
 
 void Controller::build_pipeline() {
@@ -128,11 +161,17 @@ void Controller::build_pipeline() {
   caches.stacks = &s.stacks->store();
   caches.apptypes = &s.apptypes->store();
   caches.configs = &s.configs->store();
-  caches.owned =
-      observer::Stores{&s.sets->store(), &s.services->store(), &s.pvcs->store(), &s.pods->store()};
+  caches.owned = observer::Stores{&s.sets->store(),
+                                  &s.services->store(),
+                                  &s.pvcs->store(),
+                                  &s.pods->store(),
+                                  s.pdbs != nullptr ? &s.pdbs->store() : nullptr,
+                                  &s.nodes->store(),
+                                  &s.volumes->store()};
   ReconcilerOptions ro;
   ro.operator_namespace = opts.operator_namespace;
   ro.poll_interval = opts.poll_interval;
+  ro.pdb_type = s.pdb_type;
   s.setup = std::make_unique<executor::SetupRunner>(client_, opts.setup);
   s.notifier = std::make_unique<Notifier>(*s.setup, requeue, opts.notifier);
   s.setup_steps = std::make_unique<executor::SetupStepRunner>(*s.setup, *client_);
@@ -167,6 +206,7 @@ void Controller::add_handlers() {
   };
   auto on_owned = enqueue_keys_of(owner_keys, enqueue);
   for (auto* inf : {s.services, s.pvcs}) s.handlers.push_back(inf->add_handler(on_owned));
+  if (s.pdbs != nullptr) s.handlers.push_back(s.pdbs->add_handler(on_owned));
   s.handlers.push_back(s.pods->add_handler(enqueue_keys_of(owner_keys, enqueue_soon)));
 
   informer::EventHandler on_set = on_owned;
@@ -186,10 +226,18 @@ void Controller::add_handlers() {
 kube::Result<void> Controller::wait_synced() {
   auto& s = *impl_;
   const std::pair<const char*, informer::SharedInformer*> caches_by_name[] = {
-      {"stacks", s.stacks},     {"apptypes", s.apptypes}, {"kstackconfigs", s.configs},
-      {"statefulsets", s.sets}, {"services", s.services}, {"persistentvolumeclaims", s.pvcs},
-      {"pods", s.pods}};
+      {"stacks", s.stacks},
+      {"apptypes", s.apptypes},
+      {"kstackconfigs", s.configs},
+      {"statefulsets", s.sets},
+      {"services", s.services},
+      {"persistentvolumeclaims", s.pvcs},
+      {"pods", s.pods},
+      {"nodes", s.nodes},
+      {"persistentvolumes", s.volumes},
+      {"poddisruptionbudgets", s.pdbs}};
   for (const auto& [name, inf] : caches_by_name) {
+    if (inf == nullptr) continue;  // not served (PodDisruptionBudgets)
     if (!inf->wait_for_sync(s.options.sync_timeout)) {
       return kube::make_error(
           kube::ErrorKind::kTimeout,
@@ -204,7 +252,7 @@ kube::Result<void> Controller::wait_synced() {
 }
 
 kube::Result<void> Controller::start() {
-  open_informers();
+  if (auto opened = open_informers(); !opened) return opened;
   build_pipeline();
   add_handlers();
   impl_->factory->start();  // the shared caches may run already: their handlers got what they hold

@@ -91,7 +91,7 @@ class Controller {
  private:
   // The steps of start(): one shared informer per kind; the queue, executor, setup runners and
   // reconciler; the event handlers that enqueue Stacks; the wait until every cache has synced.
-  void open_informers();
+  kube::Result<void> open_informers();
   void build_pipeline();
   void add_handlers();
   kube::Result<void> wait_synced();

@@ -85,6 +85,43 @@ void plan_progressing(Planning& p, bool never_ready, const std::string& summary)
   }
 }
 
+// spec.stopped: `stopped` once no member has a pod (Progressing False), until then Stopping.
+void plan_stopped(Planning& p) {
+  auto& st = p.st();
+  const auto gen = st.observed_generation;
+  const auto& now = p.snap.now;
+  std::int64_t running = 0;
+  for (const auto& r : st.roles) {
+    for (const auto& m : r.members) {
+      if (m.state != catalog::kMemberStopped) ++running;
+    }
+  }
+  const bool stopped = running == 0;
+  const auto msg = stopped ? fmt::format(
+                                 "stopped by spec.stopped: {} members without pods, their "
+                                 "claims, Services and status kept",
+                                 p.wanted)
+                           : fmt::format(
+                                 "stopping (spec.stopped): {} of {} members still have a "
+                                 "pod",
+                                 running, p.wanted);
+  set_condition(st.conditions, kConditionReady, "False", kReasonStopped, msg, gen, now);
+  set_condition(st.conditions, kConditionProgressing, stopped ? "False" : "True",
+                stopped ? kReasonStopped : kReasonStopping, msg, gen, now);
+  p.out.status_base = st;
+  set_degraded(st, p.degraded, now);
+  p.out.degraded = p.degraded;
+  const auto& old_state = p.snap.old_status.state;
+  st.state = std::string(stopped ? catalog::kStackStopped : catalog::kStackUpdating);
+  if (st.state != old_state) {
+    p.event("Normal", "StateChanged", "Reconcile",
+            fmt::format("Stack state {} -> {} ({})", old_state.empty() ? "none" : old_state,
+                        st.state, msg));
+  }
+  p.out.result = stopped && !p.waiting ? WorkResult::success()
+                                       : WorkResult::requeue_after(p.snap.poll_interval);
+}
+
 // Ready, Progressing and the stack state from the members; then Degraded from the causes.
 void plan_state(Planning& p, bool all_ready) {
   auto& st = p.st();
@@ -144,6 +181,7 @@ void plan_conditions(Planning& p) {
     }
   }
   st.member_state_rollup = p.rollup;
+  if (p.stack().spec.stopped) return plan_stopped(p);
   const bool all_ready = p.ready == p.wanted && !p.rollup.membership_changing && !p.rolling;
   plan_state(p, all_ready);
   p.out.result = p.waiting || !all_ready ? WorkResult::requeue_after(p.snap.poll_interval)
@@ -175,7 +213,9 @@ void plan_running(Planning& p) {
   p.desired = &*desired;
   plan_membership(p);
   plan_objects(p);
+  plan_disruption_budgets(p);
   plan_claims(p);
+  plan_recovery(p);
   plan_member_states(p);
   plan_rollout(p);
   plan_announce(p);

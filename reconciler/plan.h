@@ -52,6 +52,9 @@ struct Write {
   ObjectEvent event;
   // kApply: where an ApplyFailed cause ranks among the plan's Degraded causes.
   int cause_rank = 0;
+  // kDelete of a pod: gracePeriodSeconds 0, the pod object goes at once (its node is lost and
+  // no kubelet would ever confirm a graceful deletion).
+  bool force = false;
 };
 
 // Why the Stack is Degraded; the lowest rank gives the condition's reason.

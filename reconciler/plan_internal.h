@@ -77,6 +77,8 @@ struct Planning {
   std::map<std::string, const catalog::RoleStatus*> previous_roles;  // by role id
   std::vector<RolePlan> roles;
   std::set<std::string> wanted_sets;
+  // Pods this pass deletes to free their members (plan_recovery.cpp): treated as gone.
+  std::set<std::string> gone_pods;
   // Members set up again this pass after moving to a new template, by role (their FQDNs):
   // --upgradenodes for the others.
   std::map<std::string, std::vector<std::string>> upgraded;
@@ -121,6 +123,12 @@ void plan_member_setup(Planning& p, const RolePlan& role, catalog::MemberStatus&
                        const PodView& pod);
 void plan_announce(Planning& p);
 void plan_notifications(Planning& p);
+// plan_recovery.cpp: members on lost nodes, and pods stuck on a claim being deleted.
+void plan_recovery(Planning& p);
+// A member made again empty waits to be set up until the --delnodes for it went out.
+bool replacement_held(const Planning& p, const catalog::MemberStatus& member);
+// plan_objects.cpp: the roles' PodDisruptionBudgets (AppType role minAvailable).
+void plan_disruption_budgets(Planning& p);
 // plan.cpp
 void plan_conditions(Planning& p);
 

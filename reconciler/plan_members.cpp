@@ -168,7 +168,8 @@ void plan_membership(Planning& p) {
     plan.package = package_of(p.app->app, role.id);
     plan.status.id = role.id;
     plan.status.stateful_set = role.stateful_set_name;
-    plan.replicas = role.replicas;
+    // Stopped: no pods, every member kept (claims, Services, status) for the resume.
+    plan.replicas = p.stack().spec.stopped ? 0 : role.replicas;
     spec_members(p, role, plan);
     std::vector<std::string> fqdns;
     leaving_members(p, delnodes, plan, fqdns);
@@ -180,10 +181,25 @@ void plan_membership(Planning& p) {
 }
 
 void plan_member_states(Planning& p) {
+  const bool stopped = p.stack().spec.stopped;
   for (auto& role : p.roles) {
     for (auto& m : role.status.members) {
       ++p.wanted;
-      const auto pod = view_pod(live(p.snap.owned.pods, m.pod).get());
+      const auto live_pod = p.gone_pods.contains(m.pod) ? nullptr : live(p.snap.owned.pods, m.pod);
+      const auto pod = view_pod(live_pod.get());
+      if (stopped) {
+        // The pod goes with the StatefulSet's replicas; the member stays, `stopped` once it is
+        // gone. Nothing is set up or notified meanwhile.
+        m.state_detail.last_known_container_state = pod.container_state;
+        if (pod.exists) {
+          p.waiting = true;
+        } else {
+          m.state = std::string(catalog::kMemberStopped);
+          m.template_revision.clear();
+          m.app.clear();
+        }
+        continue;
+      }
       m.state_detail.last_known_container_state = pod.container_state;
       m.state_detail.scheduling_error_message = pod.unschedulable ? pod.scheduling_message : "";
       m.template_revision = pod.revision;

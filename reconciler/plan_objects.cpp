@@ -288,6 +288,46 @@ void plan_objects(Planning& p) {
   }
 }
 
+// One PodDisruptionBudget per role whose AppType role declares minAvailable (its quorum), so
+// that a node drain never evicts the role below it; named and selecting like the role's
+// StatefulSet. Budgets kstack made for a role that no longer declares one are deleted.
+void plan_disruption_budgets(Planning& p) {
+  std::set<std::string> wanted;
+  const auto* type = p.snap.pdb_type;
+  for (const auto& role : p.roles) {
+    const auto* app_role = catalog::find_role(p.app->app, role.id);
+    if (app_role == nullptr || app_role->min_available.is_null()) continue;
+    const auto& name = role.desired->stateful_set_name;
+    if (type == nullptr) {
+      p.degrade(kReasonNoDisruptionBudget,
+                fmt::format("role {} declares minAvailable {}, but the API server serves no "
+                            "PodDisruptionBudget (policy/v1 or v1beta1); drains are not limited",
+                            role.id, json::serialize(app_role->min_available)));
+      continue;
+    }
+    wanted.insert(name);
+    const auto* selector = at(role.desired->stateful_set, "/spec/selector");
+    json::object metadata{{"name", name},
+                          {"namespace", p.snap.ns()},
+                          {"labels", common_labels(p.stack(), p.app->app, role.id)},
+                          {"ownerReferences", json::array{owner_reference(p.stack())}}};
+    json::value pdb = json::object{
+        {"apiVersion", type->api_version()},
+        {"kind", type->kind},
+        {"metadata", std::move(metadata)},
+        {"spec", json::object{{"minAvailable", app_role->min_available},
+                              {"selector", selector != nullptr ? *selector : json::object{}}}}};
+    add_apply(p, *type, pdb, live(p.snap.owned.pdbs, name));
+  }
+  if (type == nullptr) return;
+  const auto& uid = p.stack().metadata.uid;
+  for (const auto& [name, obj] : p.snap.owned.pdbs) {
+    if (!wanted.contains(name) && owned_by(*obj, uid)) {
+      add_delete(p, *type, obj, "its role no longer declares minAvailable");
+    }
+  }
+}
+
 void plan_claims(Planning& p) {
   std::set<std::string> kept;
   for (const auto& role : p.roles) {

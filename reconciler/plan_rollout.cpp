@@ -104,6 +104,17 @@ void RoleRollout::plan() {
   const auto sts = live(p_.snap.owned.stateful_sets, role_.desired->stateful_set_name);
   role_.partition = 0;  // a new StatefulSet: every member starts with the template
   if (!sts || is_deleting(*sts)) return plan_stateful_set(p_, role_);
+  if (p_.stack().spec.stopped) {
+    // No member runs: nothing moves. The partition stays; a template changed meanwhile is
+    // what the members come back with.
+    role_.partition = partition_of(*sts);
+    if (auto it = p_.previous_roles.find(role_.id); it != p_.previous_roles.end()) {
+      role_.status.update_revision = it->second->update_revision;
+      role_.status.updated_members = it->second->updated_members;
+    }
+    role_.status.partition = role_.partition;
+    return plan_stateful_set(p_, role_);
+  }
   live_partition_ = partition_of(*sts);
   if (!template_covered(*sts, role_.desired->stateful_set)) {
     // A new template: nobody moves until kstack lets each member go. New members (ordinals at

@@ -323,6 +323,11 @@ void plan_member_setup(Planning& p, const RolePlan& role, MemberStatus& m, const
     p.event("Warning", "ConfigError", "Setup", fmt::format("member {}: {}", m.pod, package.error));
     return;
   }
+  if (!configured_member(m, cid) && replacement_held(p, m)) {
+    m.state = std::string(catalog::kMemberCreating);
+    p.waiting = true;  // set up once the others were told the member it replaces is gone
+    return;
+  }
   MemberSetup setup{p, role, m, cid, pod.running_ready, {}, false, pod, *package.package};
   if (configured_member(m, cid)) {
     const bool was_ready = m.state == catalog::kMemberReady;
@@ -369,7 +374,14 @@ void plan_announce(Planning& p) {
       }
     }
   }
-  for (auto* m : fresh_members) m->state_detail.last_setup_generation = p.st().config_generation;
+  for (auto* m : fresh_members) {
+    m->state_detail.last_setup_generation = p.st().config_generation;
+    if (m->state_detail.replacing) {
+      // Made again empty after a lost node, set up, and now announced: recovered.
+      m->state_detail.replacing = false;
+      m->state_detail.recovery.clear();
+    }
+  }
 }
 
 namespace {

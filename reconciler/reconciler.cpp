@@ -109,6 +109,7 @@ std::optional<Snapshot> Reconciler::observe(const std::string& key) const {
   s.now = rfc3339_now();
   s.clock = NotifyOutcome::Clock::now();
   s.poll_interval = options_.poll_interval;
+  s.pdb_type = options_.pdb_type ? &*options_.pdb_type : nullptr;
   return s;
 }
 

@@ -38,6 +38,8 @@ struct ReconcilerOptions {
   std::string operator_namespace = std::string(catalog::kDefaultOperatorNamespace);
   // Requeue delay while members converge or cleanup waits on the garbage collector.
   std::chrono::milliseconds poll_interval{2000};
+  // PodDisruptionBudget as the API server serves it; nullopt: not served (no budgets).
+  std::optional<kube::ResourceType> pdb_type;
 };
 
 // What runs setup packages (issue 6), off the reconcile workers; without `steps`, members of

@@ -42,6 +42,9 @@ struct Snapshot {
   std::string now;                         // RFC 3339, for condition transitions
   NotifyOutcome::Clock::time_point clock;  // for notification retries
   std::chrono::milliseconds poll_interval{2000};
+  // PodDisruptionBudget as the API server serves it; null: not served (roles that declare
+  // minAvailable get none, and the Stack says so).
+  const kube::ResourceType* pdb_type = nullptr;
 
   std::string ns() const { return stack.metadata.namespace_name; }
   std::string name() const { return stack.metadata.name; }

@@ -37,6 +37,13 @@ inline constexpr std::string_view kReasonBlocked = "Blocked";
 inline constexpr std::string_view kReasonRollingUpdate = "RollingUpdate";
 inline constexpr std::string_view kReasonUpgradeFailed = "UpgradeFailed";
 inline constexpr std::string_view kReasonPaused = "Paused";
+// spec.stopped: Progressing True while the pods go, then Ready and Progressing False.
+inline constexpr std::string_view kReasonStopping = "Stopping";
+inline constexpr std::string_view kReasonStopped = "Stopped";
+// Degraded: a member's node is lost (docs/api.md "Lost nodes").
+inline constexpr std::string_view kReasonNodeLost = "NodeLost";
+// Degraded: a role declares minAvailable but the API server serves no PodDisruptionBudget.
+inline constexpr std::string_view kReasonNoDisruptionBudget = "NoDisruptionBudget";
 
 // What the member's pod says, from the cache (nullptr pod = no pod).
 struct PodView {

@@ -46,9 +46,10 @@ struct FakeWriter : executor::ObjectWriter {
     return d;
   }
   kube::Result<executor::Change> remove(const kube::ResourceType&, std::string_view,
-                                        std::string_view name, std::string_view,
-                                        std::string_view) override {
-    calls.push_back("remove " + std::string(name));
+                                        std::string_view name, std::string_view, std::string_view,
+                                        std::optional<std::int64_t> grace) override {
+    calls.push_back("remove " + std::string(name) +
+                    (grace ? " grace=" + std::to_string(*grace) : ""));
     if (remove_error) return tl::unexpected(*remove_error);
     return executor::Change::kDeleted;
   }

@@ -151,6 +151,11 @@ Snapshot World::snapshot() const {
   share(services, s.owned.services);
   share(pvcs, s.owned.pvcs);
   share(pods, s.owned.pods);
+  share(pdbs, s.owned.pdbs);
+  share(nodes, s.owned.nodes);
+  share(volumes, s.owned.volumes);
+  s.pdb_type = pdb_type;
+  s.config = config;
   s.has_setup_runner = setup_runner;
   s.has_notifier = notifier;
   s.notify_max_attempts = 3;

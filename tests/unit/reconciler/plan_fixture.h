@@ -52,6 +52,10 @@ struct World {
   boost::json::value app;
   bool app_missing = false;
   std::map<std::string, boost::json::value> sets, services, pvcs, pods;  // live, by name
+  std::map<std::string, boost::json::value> pdbs;                        // live, by name
+  std::map<std::string, boost::json::value> nodes, volumes;              // cluster-scoped, by name
+  const kube::ResourceType* pdb_type = nullptr;                          // null: not served
+  std::optional<catalog::KStackConfig> config;
   bool setup_runner = true;
   bool notifier = true;
   std::string now = std::string(kNow);  // the pass's clock (RFC 3339)
