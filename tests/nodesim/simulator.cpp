@@ -130,6 +130,7 @@ tl::expected<void, std::string> Simulator::init(Options options) {
   auto cert = self_signed_certificate({"IP:127.0.0.1", "DNS:localhost", "DNS:" + o.node_name});
   if (!cert) return tl::unexpected(cert.error());
   ExecServerOptions exec_options{"127.0.0.1", o.port, 2, cert->cert, cert->key};
+  exec_options.unreachable = [this] { return ctx_.lost.load(); };
   if (!o.exec_protocols.empty()) {
     auto protocols = parse_protocol_set(o.exec_protocols);
     if (!protocols) return tl::unexpected("--exec-protocols: " + protocols.error());

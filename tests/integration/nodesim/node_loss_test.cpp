@@ -13,6 +13,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include "kube/exec.h"
 #include "tests/nodesim/testing/e2e.h"
 
 namespace kstack::testenv::e2e {
@@ -48,6 +49,8 @@ TEST(NodeLoss, StoppedHeartbeatsMakeTheNodeNotReadyAndItsPodsUnready) {
       [](const json::value& p) { return condition(p, "Ready") == "False"; }, 60s);
   ASSERT_TRUE(unready_pod) << unready_pod.error();
   EXPECT_EQ(str_at(*unready_pod, "/status/phase"), "Running");  // still running, just unreachable
+  auto cut_off = kube::exec(*client, ns, "member", {"true"});
+  EXPECT_FALSE(cut_off) << "exec reached a pod of a lost node";
 
   ASSERT_TRUE((*sim)->resume_heartbeats());
   auto ready_again = wait_for_object(
@@ -57,6 +60,9 @@ TEST(NodeLoss, StoppedHeartbeatsMakeTheNodeNotReadyAndItsPodsUnready) {
   auto pod_ready =
       wait_for_object(*client, kube::resources::kPods, ns, "member", running_and_ready, 60s);
   ASSERT_TRUE(pod_ready) << pod_ready.error();
+  auto reached = kube::exec(*client, ns, "member", {"true"});
+  ASSERT_TRUE(reached) << reached.error().to_string();
+  EXPECT_EQ(reached->exit_code, 0);
 }
 
 // The pod's sandboxes on the node, from its control endpoint: {"uid", "containers": {...}}.
