@@ -117,6 +117,20 @@ std::optional<std::int64_t> Decoder::integer(const json::object& parent, std::st
   return std::nullopt;
 }
 
+json::value Decoder::int_or_string(const json::object& parent, std::string_view key,
+                                   std::string_view path) {
+  const auto* v = present(parent, key);
+  if (v == nullptr) return nullptr;
+  if (v->is_string()) return *v;
+  if (v->is_number()) {
+    if (auto i = integer(parent, key, path)) return *i;
+    return nullptr;
+  }
+  error(child_path(path, key),
+        fmt::format("must be an integer or a string, not {}", kind_name(v->kind())));
+  return nullptr;
+}
+
 std::optional<bool> Decoder::boolean(const json::object& parent, std::string_view key,
                                      std::string_view path) {
   const auto* v = present(parent, key);

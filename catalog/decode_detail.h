@@ -44,6 +44,10 @@ class Decoder {
   // ResourceList: quantities may be written as strings or as JSON numbers (`cpu: 2`).
   StringMap quantity_map(const boost::json::object& parent, std::string_view key,
                          std::string_view path);
+  // IntOrString (as a PodDisruptionBudget's minAvailable): an int64 or a string value, null
+  // when absent. Doubles with an integral value are accepted as integers.
+  boost::json::value int_or_string(const boost::json::object& parent, std::string_view key,
+                                   std::string_view path);
   // Any JSON value of the given shape (kept opaque): array or object; null when absent.
   boost::json::value opaque(const boost::json::object& parent, std::string_view key,
                             std::string_view path, boost::json::kind expected);

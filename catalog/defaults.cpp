@@ -139,16 +139,19 @@ std::string cluster_svc_domain_base(const KStackConfig* config) {
 }
 
 EffectiveRecovery effective_recovery(const StackRole& role, const KStackConfig* config) {
-  const MemberRecovery none;
-  const auto& r = role.member_recovery;
-  const auto& c = config != nullptr ? config->spec.member_recovery : none;
-  EffectiveRecovery e;
-  e.policy = r.policy.value_or(c.policy.value_or(std::string(kRecoveryReschedule)));
-  e.node_lost_grace_seconds = r.node_lost_grace_seconds.value_or(
-      c.node_lost_grace_seconds.value_or(kDefaultNodeLostGraceSeconds));
-  e.local_storage =
-      r.local_storage.value_or(c.local_storage.value_or(std::string(kLocalStorageKeep)));
-  return e;
+  const MemberRecovery* fallback = config ? &config->spec.member_recovery : nullptr;
+  auto pick = [&](auto field, auto builtin) {
+    const auto& own = role.member_recovery.*field;
+    if (own) return *own;
+    if (fallback && fallback->*field) return *(fallback->*field);
+    return builtin;
+  };
+  EffectiveRecovery r;
+  r.policy = pick(&MemberRecovery::policy, std::string(kRecoveryReschedule));
+  r.node_lost_grace_seconds =
+      pick(&MemberRecovery::node_lost_grace_seconds, kDefaultNodeLostGraceSeconds);
+  r.local_storage = pick(&MemberRecovery::local_storage, std::string(kLocalStorageKeep));
+  return r;
 }
 
 }  // namespace kstack::catalog

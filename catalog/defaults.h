@@ -58,8 +58,9 @@ std::string effective_service_type(const Stack& stack, const KStackConfig* confi
 std::string effective_naming_scheme(const Stack& stack, const KStackConfig* config);
 std::string cluster_svc_domain_base(const KStackConfig* config);
 
-// A Stack role's memberRecovery after defaults, field by field: the role's, else the
-// KStackConfig's (config may be null), else Reschedule / kDefaultNodeLostGraceSeconds / Keep.
+// memberRecovery after defaults (docs/api.md "Lost nodes"), resolved per field: the Stack
+// role's, else the KStackConfig's (config may be null), else kRecoveryReschedule /
+// kDefaultNodeLostGraceSeconds / kLocalStorageKeep.
 struct EffectiveRecovery {
   std::string policy;
   std::int64_t node_lost_grace_seconds = kDefaultNodeLostGraceSeconds;

@@ -90,6 +90,7 @@ AppRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
   r.readiness_probe = decode_probe(o, kReadinessProbe, p, d);
   r.liveness_probe = decode_probe(o, kLivenessProbe, p, d);
   r.startup_probe = decode_probe(o, kStartupProbe, p, d);
+  r.min_available = d.int_or_string(o, "minAvailable", p);
   return r;
 }
 

@@ -11,6 +11,20 @@ using detail::Decoder;
 
 namespace {
 
+// memberRecovery of a Stack role or of a KStackConfig (the same shape); values are checked by
+// the admission rules.
+MemberRecovery decode_member_recovery(const json::object& parent, std::string_view path,
+                                      Decoder& d) {
+  MemberRecovery m;
+  const auto* o = d.object(parent, "memberRecovery", path);
+  if (o == nullptr) return m;
+  std::string p = child_path(path, "memberRecovery");
+  m.policy = d.string(*o, "policy", p);
+  m.node_lost_grace_seconds = d.integer(*o, "nodeLostGraceSeconds", p);
+  m.local_storage = d.string(*o, "localStorage", p);
+  return m;
+}
+
 StackRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
   StackRole r;
   r.id = d.string(o, "id", p, /*required=*/true).value_or("");
@@ -41,6 +55,7 @@ StackRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
   r.service_annotations = d.string_map(o, "serviceAnnotations", p);
   r.service_account_name = d.string(o, "serviceAccountName", p).value_or("");
   r.max_unavailable = d.integer(o, "maxUnavailable", p);
+  r.member_recovery = decode_member_recovery(o, p, d);
   return r;
 }
 
@@ -63,6 +78,7 @@ Stack decode_stack(const json::value& object, FieldErrors& errors) {
     s.spec.service_type = d.string(*spec, "serviceType", "spec");
     s.spec.naming_scheme = d.string(*spec, "namingScheme", "spec");
     s.spec.paused = d.boolean(*spec, "paused", "spec").value_or(false);
+    s.spec.stopped = d.boolean(*spec, "stopped", "spec").value_or(false);
     if (const auto* pr = d.object(*spec, "persistentVolumeClaimRetentionPolicy", "spec")) {
       const std::string pp = "spec.persistentVolumeClaimRetentionPolicy";
       s.spec.pvc_retention.when_scaled = d.string(*pr, "whenScaled", pp);
@@ -110,6 +126,7 @@ KStackConfig decode_kstack_config(const json::value& object, FieldErrors& errors
   s.pod_annotations = d.string_map(*spec, "podAnnotations", "spec");
   s.service_labels = d.string_map(*spec, "serviceLabels", "spec");
   s.service_annotations = d.string_map(*spec, "serviceAnnotations", "spec");
+  s.member_recovery = decode_member_recovery(*spec, "spec", d);
   return c;
 }
 

@@ -73,6 +73,8 @@ MemberStatus decode_member(const json::object& o, const std::string& p, Decoder&
     s.last_configured_app = d.string(*sd, "lastConfiguredApp", sp).value_or("");
     s.last_configured_package = d.string(*sd, "lastConfiguredPackage", sp).value_or("");
     s.moved_at = d.string(*sd, "movedAt", sp).value_or("");
+    s.recovery = d.string(*sd, "recovery", sp).value_or("");
+    s.replacing = d.boolean(*sd, "replacing", sp).value_or(false);
     s.preupgrade_revision = d.string(*sd, "preupgradeRevision", sp).value_or("");
     s.preupgrade_container = d.string(*sd, "preupgradeContainer", sp).value_or("");
     s.preupgrade_succeeded = d.boolean(*sd, "preupgradeSucceeded", sp).value_or(false);
@@ -130,6 +132,8 @@ json::object detail_json(const MemberStateDetail& s) {
   put(o, "lastConfiguredApp", s.last_configured_app);
   put(o, "lastConfiguredPackage", s.last_configured_package);
   put(o, "movedAt", s.moved_at);
+  put(o, "recovery", s.recovery);
+  put_true(o, "replacing", s.replacing);
   put(o, "preupgradeRevision", s.preupgrade_revision);
   put(o, "preupgradeContainer", s.preupgrade_container);
   put_true(o, "preupgradeSucceeded", s.preupgrade_succeeded);

@@ -162,6 +162,34 @@ void check_quantity(const std::string& text, const std::string& path, Violations
   }
 }
 
+// An integer 1..kMaxStackMembers or "N%" with N 1..100, as a PodDisruptionBudget's minAvailable
+// (0 or 0% would protect nothing; above the member limit it could never be met).
+void check_min_available(const boost::json::value& v, const std::string& path, Violations& out) {
+  if (v.is_int64()) {
+    if (v.get_int64() < 1 || v.get_int64() > catalog::kMaxStackMembers) {
+      out.push_back({path, fmt::format("must be between 1 and {} (or a percentage \"N%\"), not {}",
+                                       catalog::kMaxStackMembers, v.get_int64())});
+    }
+    return;
+  }
+  if (!v.is_string()) return;  // null: not declared; other kinds: the decoder reported them
+  std::string_view text = v.get_string();
+  std::string_view digits = text;
+  bool ok = digits.size() >= 2 && digits.back() == '%';
+  if (ok) digits.remove_suffix(1);
+  ok = ok && digits.size() <= 3 &&
+       std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  int percent = 0;
+  if (ok) {
+    for (char c : digits) percent = percent * 10 + (c - '0');
+  }
+  if (!ok || percent < 1 || percent > 100) {
+    out.push_back({path, fmt::format("must be an integer or a percentage \"N%\" with N between 1 "
+                                     "and 100, not \"{}\"",
+                                     text)});
+  }
+}
+
 void check_role(const catalog::AppType& app, const catalog::AppRole& role, const std::string& p,
                 Violations& out) {
   if (!role.id.empty()) add_errors(out, child_path(p, "id"), dns1123_label_errors(role.id));
@@ -191,6 +219,7 @@ void check_role(const catalog::AppType& app, const catalog::AppRole& role, const
   if (role.container_spec.tty && !role.container_spec.stdin_open) {
     out.push_back({child_path(p, "containerSpec.tty"), "requires containerSpec.stdin to be true"});
   }
+  check_min_available(role.min_available, child_path(p, "minAvailable"), out);
 }
 
 void check_service(const catalog::AppService& s, const std::string& p, Violations& out) {

@@ -22,6 +22,7 @@ namespace kstack::validator {
 //  - upgradeFrom: DNS-1123 subdomain names, unique, not the AppType's own name
 //  - setup packages: scheme file://, http(s)://, configmap://<name>/<key>; sha256 64 hex
 //  - endpoint port 1–65535, isDashboard needs urlScheme; configSchemaVersion ≥ 1
+//  - minAvailable: an integer 1..1000 or "N%" with N 1..100
 //  - distroID usable as a label value (kstack labels members app.kubernetes.io/name=<distroID>)
 Violations validate_apptype(const catalog::AppType& app);
 

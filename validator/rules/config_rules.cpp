@@ -8,6 +8,9 @@ namespace kstack::validator {
 
 namespace {
 
+// One day: a node away longer than that is not coming back in any sense the grace is for.
+constexpr std::int64_t kMaxNodeLostGraceSeconds = 86400;
+
 void check_enum(const std::optional<std::string>& value, const std::string& path,
                 std::initializer_list<std::string_view> allowed, Violations& out) {
   if (!value) return;
@@ -20,7 +23,33 @@ void check_enum(const std::optional<std::string>& value, const std::string& path
       {path, fmt::format("unsupported value \"{}\": supported values: {}", *value, list)});
 }
 
+// The wording the contract of memberRecovery uses: `must be one of "A", "B"`.
+void check_one_of(const std::optional<std::string>& value, const std::string& path,
+                  std::initializer_list<std::string_view> allowed, Violations& out) {
+  if (!value) return;
+  std::string list;
+  for (auto a : allowed) {
+    if (*value == a) return;
+    list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", a);
+  }
+  out.push_back({path, fmt::format("must be one of {} (not \"{}\")", list, *value)});
+}
+
 }  // namespace
+
+void validate_member_recovery(const catalog::MemberRecovery& recovery, const std::string& path,
+                              Violations& out) {
+  check_one_of(recovery.policy, catalog::child_path(path, "policy"),
+               {catalog::kRecoveryReschedule, catalog::kRecoveryOff}, out);
+  if (const auto& grace = recovery.node_lost_grace_seconds;
+      grace && (*grace < 0 || *grace > kMaxNodeLostGraceSeconds)) {
+    out.push_back({catalog::child_path(path, "nodeLostGraceSeconds"),
+                   fmt::format("must be between 0 and {} (seconds), not {}",
+                               kMaxNodeLostGraceSeconds, *grace)});
+  }
+  check_one_of(recovery.local_storage, catalog::child_path(path, "localStorage"),
+               {catalog::kLocalStorageKeep, catalog::kLocalStorageRecreate}, out);
+}
 
 Violations validate_kstack_config(const catalog::KStackConfig& config,
                                   const catalog::Catalog& catalog) {
@@ -63,6 +92,7 @@ Violations validate_kstack_config(const catalog::KStackConfig& config,
   validate_no_reserved_keys(s.service_labels, "spec.serviceLabels", out);
   validate_annotations(s.pod_annotations, "spec.podAnnotations", out);
   validate_annotations(s.service_annotations, "spec.serviceAnnotations", out);
+  validate_member_recovery(s.member_recovery, "spec.memberRecovery", out);
   return out;
 }
 

@@ -155,6 +155,11 @@ Verdict RulesHandler::evaluate(const AdmissionRequest& request) const {
       v.invalid = validate_kstack_config_object(r.object, catalog_);
     }
     if (op != "DELETE") v.warnings = field_warnings(r.kind, r.object);
+    if (stack && op != "DELETE") {
+      Violations ignored;  // shape problems are in v.invalid already
+      auto more = stack_warnings(catalog::decode_stack(r.object, ignored), catalog_);
+      v.warnings.insert(v.warnings.end(), more.begin(), more.end());
+    }
   }
   return v;
 }

@@ -8,6 +8,7 @@
 #include "catalog/names.h"
 #include "catalog/parse.h"
 #include "catalog/quantity.h"
+#include "validator/rules/config_rules.h"
 
 namespace kstack::validator {
 using catalog::child_path;
@@ -301,6 +302,7 @@ Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& c
     if (role.max_unavailable && *role.max_unavailable < 1) {
       out.push_back({child_path(p, "maxUnavailable"), "must be greater than or equal to 1"});
     }
+    validate_member_recovery(role.member_recovery, child_path(p, "memberRecovery"), out);
     check_resources(role, app_role, p, out);
     check_storage(role, app_role, catalog, p, out);
     check_maps(role, p, out);

@@ -19,7 +19,7 @@ namespace kstack::validator {
 //  - serviceType, namingScheme, appCatalog enums
 //  - role ids exist in the app and are unique; members ≥ 0 and fits the cardinality;
 //    the app's selected roles with minimum > 0 are present; total members ≤ 1000;
-//    maxUnavailable ≥ 1
+//    maxUnavailable ≥ 1; memberRecovery values (validate_member_recovery)
 //  - resources: quantities parse, requests ≤ limits, requests (or limits) meet minResources
 //  - storage: size > 0 and ≥ minStorage; no storage only if the role allows ephemeral mode;
 //    the storage class exists or a default resolves (when the catalog knows StorageClasses)
@@ -40,6 +40,8 @@ Violations validate_stack_object(const boost::json::value& object, const catalog
 //    refusal names the allowed targets
 //  - appCatalog and namingScheme are immutable once set
 //  - a role that has members may change every field except storage (volumeClaimTemplates)
+//  - when the old or the new object has spec.stopped true, nothing else in spec may change:
+//    the first changed field is named (docs/api.md "Stop and resume")
 Violations validate_stack_update(const catalog::Stack& old_stack, const catalog::Stack& new_stack,
                                  const catalog::Catalog& catalog);
 

@@ -154,11 +154,91 @@ void check_running_roles(const catalog::Stack& old_stack, const catalog::Stack& 
   }
 }
 
+// Fields of the Stack spec whose members are keys of a map (named as path[key]).
+bool is_map_field(std::string_view key) {
+  for (std::string_view m : {"podLabels", "podAnnotations", "serviceLabels", "serviceAnnotations",
+                             "nodeSelector", "requests", "limits"}) {
+    if (key == m) return true;
+  }
+  return false;
+}
+
+bool unset(const json::value* v) { return v == nullptr || v->is_null(); }
+
+// The path of the first place where `before` and `after` differ, "" when they are the same.
+// Absent and null are the same; objects in key order (before's keys, then after's new ones),
+// arrays by index (an item added or removed is named by its index).
+std::string first_difference(const json::value* before, const json::value* after,
+                             const std::string& path, bool map = false) {
+  if (unset(before) && unset(after)) return {};
+  if (unset(before) || unset(after)) return path;
+  const auto* bo = before->if_object();
+  const auto* ao = after->if_object();
+  if (bo && ao) {
+    auto walk = [&](const json::object& keys, bool skip_known) -> std::string {
+      for (const auto& kv : keys) {
+        if (skip_known && bo->contains(kv.key())) continue;
+        std::string p = map ? catalog::key_path(path, kv.key()) : child_path(path, kv.key());
+        std::string d = first_difference(bo->if_contains(kv.key()), ao->if_contains(kv.key()), p,
+                                         !map && is_map_field(kv.key()));
+        if (!d.empty()) return d;
+      }
+      return {};
+    };
+    std::string d = walk(*bo, false);
+    return d.empty() ? walk(*ao, true) : d;
+  }
+  const auto* ba = before->if_array();
+  const auto* aa = after->if_array();
+  if (ba && aa) {
+    std::size_t common = std::min(ba->size(), aa->size());
+    for (std::size_t i = 0; i < common; ++i) {
+      std::string d = first_difference(&(*ba)[i], &(*aa)[i], index_path(path, i));
+      if (!d.empty()) return d;
+    }
+    return ba->size() == aa->size() ? std::string() : index_path(path, common);
+  }
+  return *before == *after ? std::string() : path;
+}
+
+// spec without `stopped` (null when there is no spec object).
+json::value spec_but_stopped(const json::value& stack) {
+  const auto* o = stack.if_object();
+  const auto* spec = o ? o->if_contains("spec") : nullptr;
+  if (spec == nullptr || !spec->is_object()) return nullptr;
+  json::object copy = spec->get_object();
+  copy.erase("stopped");
+  return copy;
+}
+
+// A stopped Stack keeps its spec as it was (docs/api.md "Stop and resume"): stopping and
+// resuming are updates of their own, so what the members come back to is what they left.
+void check_stopped(const catalog::Stack& old_stack, const catalog::Stack& new_stack,
+                   Violations& out) {
+  const bool was = old_stack.spec.stopped;
+  const bool is = new_stack.spec.stopped;
+  if (!was && !is) return;
+  json::value before = spec_but_stopped(old_stack.raw);
+  json::value after = spec_but_stopped(new_stack.raw);
+  std::string path = first_difference(&before, &after, "spec");
+  if (path.empty()) return;
+  if (was && is) {
+    out.push_back({path,
+                   "cannot change while the Stack is stopped (spec.stopped: true); resume "
+                   "it first (set spec.stopped to false in an update of its own)"});
+  } else {
+    out.push_back({path,
+                   "cannot change in the same update that sets spec.stopped (stop or "
+                   "resume in an update of its own)"});
+  }
+}
+
 }  // namespace
 
 Violations validate_stack_update(const catalog::Stack& old_stack, const catalog::Stack& new_stack,
                                  const catalog::Catalog& catalog) {
   Violations out;
+  check_stopped(old_stack, new_stack, out);
   check_app_change(old_stack, new_stack, catalog, out);
   check_immutable(old_stack.spec.app_catalog, new_stack.spec.app_catalog, "spec.appCatalog", out);
   // Every object name derives from the naming scheme: changing it would orphan them all.

@@ -20,9 +20,19 @@
 
 #include <boost/json/value.hpp>
 
+#include "catalog/catalog.h"
+#include "catalog/model.h"
+
 namespace kstack::validator {
 
 // "spec.connections: not yet supported by kstack; ignored"
 std::vector<std::string> field_warnings(std::string_view kind, const boost::json::value& object);
+
+// Warnings that need the Stack's AppType (looked up as the Stack resolves it; none when it is
+// not found, which validation reports):
+//  - a role with no more members than the integer minAvailable of its AppType role: the
+//    PodDisruptionBudget can never allow an eviction (docs/api.md "Disruption budgets")
+std::vector<std::string> stack_warnings(const catalog::Stack& stack,
+                                        const catalog::Catalog& catalog);
 
 }  // namespace kstack::validator

@@ -597,6 +597,134 @@ spec:
                        R"(spec.upgradeFrom: Invalid value: "Old_One")"}});
 }
 
+// Lost nodes, stop/resume and disruption budgets (docs/api.md): memberRecovery (Stack roles
+// and KStackConfig), spec.stopped and AppType roles[].minAvailable are stored with their
+// values' types, refused outside their enums and bounds; the stopped states and the recovery
+// status fields survive a status write.
+TEST(Crds, RecoveryStopAndQuorumFieldsAreStoredAndChecked) {
+  ASSERT_NO_FATAL_FAILURE(install_crds());
+  const auto ns = make_namespace("crds-recovery");
+  auto r = create(ns, R"(
+apiVersion: kstack.io/v1beta1
+kind: AppType
+metadata: {name: zk}
+spec:
+  label: {name: ZooKeeper}
+  distroID: zk
+  version: "3"
+  configSchemaVersion: 1
+  defaultImageRepoTag: example.org/zk:3
+  roles:
+    - {id: server, cardinality: "3+", minAvailable: 2}
+    - {id: observer, cardinality: "0+", minAvailable: "51%"}
+)");
+  ASSERT_TRUE(r.ok()) << output_of(r);
+  EXPECT_EQ(get(ns, "apptype/zk", "{.spec.roles[0].minAvailable} {.spec.roles[1].minAvailable}"),
+            "2 51%");
+
+  r = create(ns, R"(
+apiVersion: kstack.io/v1beta1
+kind: Stack
+metadata: {name: quiet}
+spec:
+  app: zk
+  stopped: true
+  roles:
+    - id: server
+      members: 3
+      memberRecovery: {policy: "Off", nodeLostGraceSeconds: 86400, localStorage: Recreate}
+    - id: observer
+      memberRecovery: {nodeLostGraceSeconds: 0}
+)");
+  ASSERT_TRUE(r.ok()) << output_of(r);
+  EXPECT_EQ(get(ns, "stack/quiet",
+                "{.spec.stopped} {.spec.roles[0].memberRecovery.policy} "
+                "{.spec.roles[0].memberRecovery.nodeLostGraceSeconds} "
+                "{.spec.roles[0].memberRecovery.localStorage} "
+                "{.spec.roles[1].memberRecovery.nodeLostGraceSeconds}"),
+            "true Off 86400 Recreate 0");
+
+  r = create(ns, R"(
+apiVersion: kstack.io/v1beta1
+kind: KStackConfig
+metadata: {name: kstack-config}
+spec:
+  memberRecovery: {policy: Reschedule, nodeLostGraceSeconds: 300, localStorage: Keep}
+)");
+  ASSERT_TRUE(r.ok()) << output_of(r);
+  EXPECT_EQ(get(ns, "kstackconfig/kstack-config",
+                "{.spec.memberRecovery.policy} {.spec.memberRecovery.nodeLostGraceSeconds} "
+                "{.spec.memberRecovery.localStorage}"),
+            "Reschedule 300 Keep");
+
+  const std::string status = R"({"state": "stopped", "roles": [{"id": "server", "members": [
+      {"pod": "quiet-server-0", "state": "stopped", "stateDetail": {}},
+      {"pod": "quiet-server-1", "state": "creating",
+       "stateDetail": {"recovery": "waiting for node n2", "replacing": true}}]}]})";
+  r = put_status(ns, "quiet", R"({"app":"zk","roles":[{"id":"server"}]})", status);
+  ASSERT_TRUE(r.ok()) << output_of(r);
+  EXPECT_EQ(get(ns, "stack/quiet",
+                "{.status.state} {.status.roles[0].members[0].state} "
+                "{.status.roles[0].members[1].stateDetail.recovery} "
+                "{.status.roles[0].members[1].stateDetail.replacing}"),
+            "stopped stopped waiting for node n2 true");
+
+  expect_refused(ns, {"memberRecovery outside its enums and bounds, stopped not a boolean",
+                      R"(
+apiVersion: kstack.io/v1beta1
+kind: Stack
+metadata: {name: bad}
+spec:
+  app: zk
+  stopped: "yes"
+  roles:
+    - id: server
+      memberRecovery: {policy: Delete, nodeLostGraceSeconds: 86401, localStorage: keep}
+    - id: observer
+      memberRecovery: {policy: Off, nodeLostGraceSeconds: -1}
+)",
+                      {R"(spec.stopped: Invalid value: "string")",
+                       R"(spec.roles.memberRecovery.policy: Unsupported value: "Delete")",
+                       "spec.roles.memberRecovery.nodeLostGraceSeconds: Invalid value: 86401",
+                       R"(spec.roles.memberRecovery.localStorage: Unsupported value: "keep")",
+                       // A bare YAML Off is the boolean false.
+                       R"(spec.roles.memberRecovery.policy: Invalid value: "boolean")",
+                       "spec.roles.memberRecovery.nodeLostGraceSeconds: Invalid value: -1"}});
+  expect_refused(
+      ns,
+      {"minAvailable zero, above the limit, not a percentage",
+       R"(
+apiVersion: kstack.io/v1beta1
+kind: AppType
+metadata: {name: bad}
+spec:
+  label: {name: x}
+  distroID: x
+  version: "1"
+  configSchemaVersion: 1
+  roles:
+    - {id: a, cardinality: "1", minAvailable: 0}
+    - {id: b, cardinality: "1", minAvailable: 1001}
+    - {id: c, cardinality: "1", minAvailable: "half"}
+    - {id: d, cardinality: "1", minAvailable: true}
+)",
+       {"spec.roles.minAvailable: Invalid value: 0", "spec.roles.minAvailable: Invalid value: 1001",
+        R"(spec.roles.minAvailable: Invalid value: "half")", "spec.roles.minAvailable"}});
+  // Another namespace: kstack-config exists in `ns` (the schema is checked first anyway).
+  expect_refused(make_namespace("crds-recovery-bad"),
+                 {"KStackConfig memberRecovery outside its enums and bounds",
+                  R"(
+apiVersion: kstack.io/v1beta1
+kind: KStackConfig
+metadata: {name: kstack-config}
+spec:
+  memberRecovery: {policy: Never, nodeLostGraceSeconds: 90000, localStorage: Delete}
+)",
+                  {R"(spec.memberRecovery.policy: Unsupported value: "Never")",
+                   "spec.memberRecovery.nodeLostGraceSeconds: Invalid value: 90000",
+                   R"(spec.memberRecovery.localStorage: Unsupported value: "Delete")"}});
+}
+
 TEST(Crds, StatusSubresourceChangesOnlyStatus) {
   ASSERT_NO_FATAL_FAILURE(install_crds());
   auto& cp = control_plane();

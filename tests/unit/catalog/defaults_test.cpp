@@ -148,6 +148,38 @@ TEST(StackDefaults, MembersDefaultToTheCardinalityMinimum) {
   EXPECT_EQ(effective_members(find_role(a, "own"), r), 5);
 }
 
+TEST(StackDefaults, MemberRecoveryResolvesEachFieldFromRoleThenConfigThenBuiltIn) {
+  StackRole role;
+  role.id = "member";
+  auto built_in = effective_recovery(role, nullptr);
+  EXPECT_EQ(built_in.policy, "Reschedule");
+  EXPECT_EQ(built_in.node_lost_grace_seconds, 60);
+  EXPECT_EQ(built_in.local_storage, "Keep");
+
+  KStackConfig cfg;
+  auto empty_config = effective_recovery(role, &cfg);
+  EXPECT_EQ(empty_config.policy, "Reschedule");
+  EXPECT_EQ(empty_config.node_lost_grace_seconds, 60);
+  EXPECT_EQ(empty_config.local_storage, "Keep");
+
+  cfg.spec.member_recovery.policy = "Off";
+  cfg.spec.member_recovery.node_lost_grace_seconds = 300;
+  auto from_config = effective_recovery(role, &cfg);
+  EXPECT_EQ(from_config.policy, "Off");
+  EXPECT_EQ(from_config.node_lost_grace_seconds, 300);
+  EXPECT_EQ(from_config.local_storage, "Keep");
+
+  // Per field: the role's grace (0 included) wins, the config's policy still applies.
+  role.member_recovery.node_lost_grace_seconds = 0;
+  role.member_recovery.local_storage = "Recreate";
+  auto mixed = effective_recovery(role, &cfg);
+  EXPECT_EQ(mixed.policy, "Off");
+  EXPECT_EQ(mixed.node_lost_grace_seconds, 0);
+  EXPECT_EQ(mixed.local_storage, "Recreate");
+  role.member_recovery.policy = "Reschedule";
+  EXPECT_EQ(effective_recovery(role, &cfg).policy, "Reschedule");
+}
+
 TEST(Names, DerivedNamesFollowCrNameRole) {
   EXPECT_EQ(headless_service_name("db"), "db");
   EXPECT_EQ(statefulset_name("db", "seed"), "db-seed");

@@ -406,5 +406,132 @@ spec:
   EXPECT_TRUE(parse_kstack_config_yaml("kind: KStackConfig\nmetadata: {name: kstack-config}\n"));
 }
 
+TEST(ParseStack, DecodesStoppedAndMemberRecovery) {
+  auto r = parse_stack_yaml(R"(kind: Stack
+metadata: {name: s}
+spec:
+  app: etcd
+  stopped: true
+  roles:
+    - id: member
+      # Quoted: YAML 1.1 (kubectl's) reads a bare Off as the boolean false.
+      memberRecovery: {policy: "Off", nodeLostGraceSeconds: 300, localStorage: Recreate}
+    - id: other
+      memberRecovery: {nodeLostGraceSeconds: 0}
+    - id: third
+)");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_TRUE(r->spec.stopped);
+  const auto& full = r->spec.roles[0].member_recovery;
+  EXPECT_EQ(full.policy, "Off");
+  EXPECT_EQ(full.node_lost_grace_seconds, 300);
+  EXPECT_EQ(full.local_storage, "Recreate");
+  // Fields not written stay unset, so that the KStackConfig's or the built-in default applies.
+  const auto& partial = r->spec.roles[1].member_recovery;
+  EXPECT_FALSE(partial.policy.has_value());
+  EXPECT_EQ(partial.node_lost_grace_seconds, 0);
+  EXPECT_FALSE(partial.local_storage.has_value());
+  const auto& none = r->spec.roles[2].member_recovery;
+  EXPECT_FALSE(none.policy || none.node_lost_grace_seconds || none.local_storage);
+  auto old = parse_stack_yaml(kStackYaml);
+  ASSERT_TRUE(old.has_value());
+  EXPECT_FALSE(old->spec.stopped);
+}
+
+TEST(ParseStack, StoppedAndMemberRecoveryOfTheWrongTypeAreNamed) {
+  auto r = parse_stack_yaml(R"(kind: Stack
+metadata: {name: s}
+spec:
+  app: etcd
+  stopped: "true"
+  roles:
+    - id: member
+      memberRecovery: {policy: 1, nodeLostGraceSeconds: "60", localStorage: [Keep]}
+    - id: other
+      memberRecovery: Reschedule
+)");
+  ASSERT_FALSE(r.has_value());
+  const auto& msg = r.error().message;
+  for (std::string_view want :
+       {"spec.stopped: must be a boolean", "spec.roles[0].memberRecovery.policy: must be a string",
+        "spec.roles[0].memberRecovery.nodeLostGraceSeconds: must be an "
+        "integer",
+        "spec.roles[0].memberRecovery.localStorage: must be a string",
+        "spec.roles[1].memberRecovery: must be an object"}) {
+    EXPECT_NE(msg.find(want), std::string::npos) << want << " not in: " << msg;
+  }
+}
+
+TEST(ParseKStackConfig, DecodesMemberRecoveryAndNamesItsTypeErrors) {
+  auto r = parse_kstack_config_yaml(R"(kind: KStackConfig
+metadata: {name: kstack-config}
+spec:
+  memberRecovery: {policy: Reschedule, nodeLostGraceSeconds: 120, localStorage: Recreate}
+)");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->spec.member_recovery.policy, "Reschedule");
+  EXPECT_EQ(r->spec.member_recovery.node_lost_grace_seconds, 120);
+  EXPECT_EQ(r->spec.member_recovery.local_storage, "Recreate");
+  auto bad = parse_kstack_config_yaml(R"(kind: KStackConfig
+metadata: {name: kstack-config}
+spec:
+  memberRecovery: {policy: true, nodeLostGraceSeconds: 1.5}
+)");
+  ASSERT_FALSE(bad.has_value());
+  const auto& msg = bad.error().message;
+  for (std::string_view want : {"spec.memberRecovery.policy: must be a string",
+                                "spec.memberRecovery.nodeLostGraceSeconds: must be an integer"}) {
+    EXPECT_NE(msg.find(want), std::string::npos) << want << " not in: " << msg;
+  }
+}
+
+TEST(ParseAppType, DecodesMinAvailableAsIntegerOrString) {
+  auto r = parse_apptype_yaml(R"(kind: AppType
+metadata: {name: etcd}
+spec:
+  label: {name: etcd}
+  distroID: etcd
+  version: "3.5"
+  configSchemaVersion: 1
+  roles:
+    - {id: member, cardinality: "3+", minAvailable: 2}
+    - {id: worker, cardinality: "0+", minAvailable: "50%"}
+    - {id: plain, cardinality: "1"}
+    - {id: yamlish, cardinality: "1", minAvailable: 2.0}
+)");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  const auto& roles = r->spec.roles;
+  ASSERT_TRUE(roles[0].min_available.is_int64());
+  EXPECT_EQ(roles[0].min_available.get_int64(), 2);
+  ASSERT_TRUE(roles[1].min_available.is_string());
+  EXPECT_EQ(roles[1].min_available.get_string(), "50%");
+  EXPECT_TRUE(roles[2].min_available.is_null());
+  ASSERT_TRUE(roles[3].min_available.is_int64());
+  EXPECT_EQ(roles[3].min_available.get_int64(), 2);
+}
+
+TEST(ParseAppType, MinAvailableOfTheWrongTypeIsNamed) {
+  auto r = parse_apptype_yaml(R"(kind: AppType
+metadata: {name: etcd}
+spec:
+  label: {name: etcd}
+  distroID: etcd
+  version: "3.5"
+  configSchemaVersion: 1
+  roles:
+    - {id: member, cardinality: "3+", minAvailable: true}
+    - {id: worker, cardinality: "0+", minAvailable: [1]}
+    - {id: half, cardinality: "0+", minAvailable: 1.5}
+)");
+  ASSERT_FALSE(r.has_value());
+  const auto& msg = r.error().message;
+  for (std::string_view want :
+       {"spec.roles[0].minAvailable: must be an integer or a string, not a boolean",
+        "spec.roles[1].minAvailable: must be an integer or a string, not an array",
+        "spec.roles[2].minAvailable: must be an integer"}) {
+    EXPECT_NE(msg.find(want), std::string::npos) << want << " not in: " << msg;
+  }
+}
+
 }  // namespace
 }  // namespace kstack::catalog

@@ -195,5 +195,69 @@ roles:
   }
 }
 
+// Member recovery (docs/api.md "Lost nodes"): stateDetail.recovery and .replacing.
+TEST(StackStatus, RecoveryFieldsSurviveEncodeDecode) {
+  json::value in = yaml(R"y(readyMembers: 1
+desiredMembers: 2
+roles:
+  - id: member
+    members:
+      - pod: db-member-0
+        nodeID: 1
+        state: creating
+        stateDetail:
+          recovery: "waiting for node n2 (memberRecovery.localStorage: Keep)"
+      - pod: db-member-1
+        nodeID: 2
+        state: creating
+        stateDetail: {recovery: "claims recreated", replacing: true}
+memberStateRollup: {membershipChanging: false, membersDown: false, membersInitializing: false,
+  membersWaiting: false, membersRestarting: false, configErrors: false,
+  membersNotScheduled: false}
+)y");
+  FieldErrors errors;
+  StackStatus s = decode_stack_status(in, errors);
+  ASSERT_TRUE(errors.empty()) << join(errors);
+  const auto& members = s.roles.at(0).members;
+  EXPECT_EQ(members[0].state_detail.recovery,
+            "waiting for node n2 (memberRecovery.localStorage: Keep)");
+  EXPECT_FALSE(members[0].state_detail.replacing);
+  EXPECT_EQ(members[1].state_detail.recovery, "claims recreated");
+  EXPECT_TRUE(members[1].state_detail.replacing);
+  EXPECT_EQ(to_json(s), in) << json::serialize(to_json(s));
+}
+
+TEST(StackStatus, EmptyRecoveryFieldsAreOmittedAndWrongTypesNamed) {
+  MemberStateDetail empty;
+  StackStatus s;
+  RoleStatus r;
+  r.id = "member";
+  MemberStatus m;
+  m.pod = "db-member-0";
+  m.state = kMemberStopped;
+  m.state_detail = empty;
+  r.members.push_back(m);
+  s.roles.push_back(r);
+  json::value out = to_json(s);
+  const auto& mo = out.at("roles").as_array()[0].at("members").as_array()[0].as_object();
+  EXPECT_TRUE(mo.at("stateDetail").as_object().empty()) << json::serialize(mo);
+  EXPECT_EQ(mo.at("state"), "stopped");
+
+  FieldErrors errors;
+  decode_stack_status(yaml(R"(roles:
+  - id: member
+    members:
+      - stateDetail: {recovery: 1, replacing: "yes"}
+)"),
+                      errors);
+  const std::string sd = "status.roles[0].members[0].stateDetail.";
+  std::vector<std::string> fields;
+  for (const auto& e : errors) fields.push_back(e.field);
+  for (const std::string& want : {sd + "recovery", sd + "replacing"}) {
+    EXPECT_NE(std::find(fields.begin(), fields.end(), want), fields.end())
+        << want << " missing from: " << join(errors);
+  }
+}
+
 }  // namespace
 }  // namespace kstack::catalog

@@ -317,7 +317,7 @@ TEST(PlanStop, ResumingBringsEveryMemberBackOnItsClaimAndSetsItUpAgain) {
 
 // ---- PodDisruptionBudgets ----
 
-const kube::ResourceType kPdbBeta{"policy", "v1beta1", "poddisruptionbudgets",
+const kube::ResourceType kPdbType{"policy", "v1", "poddisruptionbudgets",
                                   "PodDisruptionBudget", true};
 
 void set_min_available(World& w, json::value v) {
@@ -328,20 +328,20 @@ void set_min_available(World& w, json::value v) {
 
 const Write* budget_write(const Plan& p) {
   for (const auto& wr : p.writes) {
-    if (wr.type == &kPdbBeta) return &wr;
+    if (wr.type == &kPdbType) return &wr;
   }
   return nullptr;
 }
 
 TEST(PlanPdb, ARoleThatDeclaresMinAvailableGetsABudgetSelectingItsMembers) {
   World fresh(3);
-  fresh.pdb_type = &kPdbBeta;
+  fresh.pdb_type = &kPdbType;
   set_min_available(fresh, "51%");
   const auto first = pass(fresh);
   const auto* budget = budget_write(first);
   ASSERT_NE(budget, nullptr);
   EXPECT_EQ(budget->op, Op::kApply);
-  EXPECT_EQ(budget->object.at("apiVersion").as_string(), "policy/v1beta1");
+  EXPECT_EQ(budget->object.at("apiVersion").as_string(), "policy/v1");
   EXPECT_EQ(budget->object.at("spec").at("minAvailable").as_string(), "51%");
   EXPECT_EQ(budget->object.at("spec").at("selector"),
             fresh.sets.at(set_of("server")).at("spec").at("selector"));
@@ -351,9 +351,9 @@ TEST(PlanPdb, ARoleThatDeclaresMinAvailableGetsABudgetSelectingItsMembers) {
 
 TEST(PlanPdb, ABudgetOfARoleThatNoLongerDeclaresOneIsDeleted) {
   World w(3);
-  w.pdb_type = &kPdbBeta;
+  w.pdb_type = &kPdbType;
   json::value live = json::object{
-      {"apiVersion", "policy/v1beta1"},
+      {"apiVersion", "policy/v1"},
       {"kind", "PodDisruptionBudget"},
       {"metadata",
        json::object{{"name", set_of("server")},

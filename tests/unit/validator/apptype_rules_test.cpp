@@ -112,6 +112,21 @@ auto remove(std::string ptr) {
 INSTANTIATE_TEST_SUITE_P(
     Rules, AppTypeRefuses,
     ::testing::Values(
+        Case{"MinAvailableZero", set("/spec/roles/0/minAvailable", 0), "spec.roles[0].minAvailable",
+             "must be between 1 and 1000 (or a percentage \"N%\"), not 0"},
+        Case{"MinAvailableAboveTheMemberLimit", set("/spec/roles/0/minAvailable", 1001),
+             "spec.roles[0].minAvailable", "must be between 1 and 1000"},
+        Case{"MinAvailableZeroPercent", set("/spec/roles/1/minAvailable", "0%"),
+             "spec.roles[1].minAvailable",
+             "must be an integer or a percentage \"N%\" with N between 1 and 100, not \"0%\""},
+        Case{"MinAvailableOverAHundredPercent", set("/spec/roles/1/minAvailable", "101%"),
+             "spec.roles[1].minAvailable", "with N between 1 and 100"},
+        Case{"MinAvailableNumberAsString", set("/spec/roles/1/minAvailable", "2"),
+             "spec.roles[1].minAvailable", "not \"2\""},
+        Case{"MinAvailableFractionalPercent", set("/spec/roles/1/minAvailable", "50.5%"),
+             "spec.roles[1].minAvailable", "with N between 1 and 100"},
+        Case{"MinAvailableBoolean", set("/spec/roles/0/minAvailable", true),
+             "spec.roles[0].minAvailable", "must be an integer or a string, not a boolean"},
         Case{"DuplicateRoleId", set("/spec/roles/1/id", "seed"), "spec.roles[1].id",
              "duplicate role id \"seed\""},
         Case{"DuplicateServiceId", set("/spec/services/1/id", "cql"), "spec.services[1].id",
@@ -275,6 +290,24 @@ INSTANTIATE_TEST_SUITE_P(
                drop(a, "/spec/config");
              },
              "", ""}));
+
+TEST(AppTypeRules, MinAvailableBoundsAreInclusive) {
+  for (json::value ok : {json::value(1), json::value(1000), json::value("1%"), json::value("100%"),
+                         json::value(nullptr)}) {
+    json::value app = base_app();
+    put(app, "/spec/roles/0/minAvailable", ok);
+    auto v = validate_apptype_object(app);
+    EXPECT_TRUE(v.empty()) << json::serialize(ok) << ": " << joined(v);
+  }
+  for (json::value bad : {json::value(0), json::value(1001), json::value("0%"), json::value("101%"),
+                          json::value("%")}) {
+    json::value app = base_app();
+    put(app, "/spec/roles/0/minAvailable", bad);
+    auto v = validate_apptype_object(app);
+    ASSERT_EQ(v.size(), 1u) << json::serialize(bad) << ": " << joined(v);
+    EXPECT_EQ(v[0].field, "spec.roles[0].minAvailable");
+  }
+}
 
 TEST(AppTypeRules, ReportsEveryViolationAtOnce) {
   json::value app = base_app();

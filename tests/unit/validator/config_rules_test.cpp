@@ -103,5 +103,28 @@ TEST(KStackConfigRules, TypeErrorsComeFromTheDecoder) {
             "spec.defaultServiceType: must be a string, not a number");
 }
 
+TEST(KStackConfigRules, MemberRecoveryValuesAreCheckedNamingTheField) {
+  Fixture f;
+  EXPECT_TRUE(f.check(config("  memberRecovery: {policy: \"Off\", nodeLostGraceSeconds: 0, "
+                             "localStorage: Recreate}\n"))
+                  .empty());
+  EXPECT_TRUE(f.check(config("  memberRecovery: {policy: Reschedule, nodeLostGraceSeconds: 86400, "
+                             "localStorage: Keep}\n"))
+                  .empty());
+  auto v = f.check(config(
+      "  memberRecovery: {policy: Never, nodeLostGraceSeconds: 90000, localStorage: Delete}\n"));
+  ASSERT_EQ(v.size(), 3u) << catalog::join(v);
+  EXPECT_EQ(v[0].to_string(),
+            "spec.memberRecovery.policy: must be one of \"Reschedule\", \"Off\" (not \"Never\")");
+  EXPECT_EQ(v[1].to_string(),
+            "spec.memberRecovery.nodeLostGraceSeconds: must be between 0 and 86400 (seconds), "
+            "not 90000");
+  EXPECT_EQ(v[2].to_string(),
+            "spec.memberRecovery.localStorage: must be one of \"Keep\", \"Recreate\" (not "
+            "\"Delete\")");
+  EXPECT_EQ(first(f.check(config("  memberRecovery: {nodeLostGraceSeconds: \"60\"}\n"))),
+            "spec.memberRecovery.nodeLostGraceSeconds: must be an integer, not a string");
+}
+
 }  // namespace
 }  // namespace kstack::validator

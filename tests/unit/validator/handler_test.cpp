@@ -308,6 +308,51 @@ TEST(RulesHandler, DryRunGetsTheSameAnswer) {
   EXPECT_EQ(normal.code, dry.code);
 }
 
+TEST(RulesHandler, AStoppedStacksSpecChangeIsDeniedAlsoInDryRun) {
+  Fixture f;
+  auto stopped = with(yaml(kStack), "/spec/stopped", true);
+  auto scaled = with(stopped, "/spec/roles/0/members", 4);
+  auto r = Fixture::request("Stack", "UPDATE", scaled, stopped);
+  for (bool dry_run : {false, true}) {
+    r.dry_run = dry_run;
+    auto resp = f.handler.validate(r);
+    EXPECT_FALSE(resp.allowed) << "dry run " << dry_run;
+    EXPECT_EQ(resp.code, 422);
+    EXPECT_EQ(resp.message,
+              "spec.roles[0].members: cannot change while the Stack is stopped (spec.stopped: "
+              "true); resume it first (set spec.stopped to false in an update of its own)")
+        << "dry run " << dry_run;
+  }
+  // Stopping, resuming and relabelling a stopped Stack each go through, dry run or not.
+  auto relabelled = with(stopped, "/metadata/labels", json::object{{"tier", "db"}});
+  for (bool dry_run : {false, true}) {
+    for (auto [object, old_object] :
+         {std::pair{stopped, yaml(kStack)}, std::pair{yaml(kStack), stopped},
+          std::pair{relabelled, stopped}}) {
+      auto ok = Fixture::request("Stack", "UPDATE", object, old_object);
+      ok.dry_run = dry_run;
+      auto resp = f.handler.validate(ok);
+      EXPECT_TRUE(resp.allowed) << resp.message;
+    }
+  }
+}
+
+TEST(RulesHandler, StackRoleBelowItsMinAvailableIsAllowedWithAWarning) {
+  Fixture f;
+  auto quorum = with(with(yaml(kApp), "/metadata/name", "quorum"), "/spec/roles/0/minAvailable", 4);
+  f.memory.add(quorum);
+  auto stack = with(yaml(kStack), "/spec/app", "quorum");
+  auto resp = f.handler.validate(Fixture::request("Stack", "CREATE", stack));
+  EXPECT_TRUE(resp.allowed) << resp.message;
+  ASSERT_EQ(resp.warnings.size(), 1u);
+  EXPECT_EQ(resp.warnings[0],
+            "spec.roles[0].members: 3 members of role \"seed\", not more than minAvailable 4 of "
+            "AppType \"quorum\": the PodDisruptionBudget allows no eviction, so no member of it "
+            "can be evicted (node drains wait)");
+  auto enough = with(stack, "/spec/roles/0/members", 5);
+  EXPECT_TRUE(f.handler.validate(Fixture::request("Stack", "CREATE", enough)).warnings.empty());
+}
+
 TEST(RulesHandler, MutateDefaultsStacksOnly) {
   Fixture f;
   auto bare =

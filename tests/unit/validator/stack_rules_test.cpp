@@ -179,6 +179,25 @@ const std::string kLongName(58, 'a');
 INSTANTIATE_TEST_SUITE_P(
     Rules, StackRefuses,
     ::testing::Values(
+        Case{"RecoveryPolicyEnum",
+             set("/spec/roles/1/memberRecovery", json::object{{"policy", "Delete"}}),
+             "spec.roles[1].memberRecovery.policy",
+             "must be one of \"Reschedule\", \"Off\" (not \"Delete\")"},
+        Case{"RecoveryLocalStorageEnum",
+             set("/spec/roles/1/memberRecovery", json::object{{"localStorage", "keep"}}),
+             "spec.roles[1].memberRecovery.localStorage", "must be one of \"Keep\", \"Recreate\""},
+        Case{"RecoveryGraceNegative",
+             set("/spec/roles/0/memberRecovery", json::object{{"nodeLostGraceSeconds", -1}}),
+             "spec.roles[0].memberRecovery.nodeLostGraceSeconds",
+             "must be between 0 and 86400 (seconds), not -1"},
+        Case{"RecoveryGraceOverADay",
+             set("/spec/roles/0/memberRecovery", json::object{{"nodeLostGraceSeconds", 86401}}),
+             "spec.roles[0].memberRecovery.nodeLostGraceSeconds", "must be between 0 and 86400"},
+        Case{"RecoveryPolicyBareYamlOff",  // kubectl's YAML reads a bare Off as false
+             set("/spec/roles/0/memberRecovery", json::object{{"policy", false}}),
+             "spec.roles[0].memberRecovery.policy", "must be a string, not a boolean"},
+        Case{"StoppedNotABoolean", set("/spec/stopped", "yes"), "spec.stopped",
+             "must be a boolean"},
         Case{"AppRequired", remove("/spec/app"), "spec.app", "is required"},
         Case{"AppNotFound",
              [](json::value& s) {
@@ -365,6 +384,23 @@ INSTANTIATE_TEST_SUITE_P(Rules, StackAccepts,
                                                 set("/metadata/name",
                                                     json::string(std::string(45, 'a'))),
                                                 "", ""}));
+
+TEST(StackRules, MemberRecoveryBoundsAreInclusiveAndEachFieldOptional) {
+  Fixture f;
+  json::value stack = base_stack();
+  put(stack, "/spec/stopped", true);
+  put(stack, "/spec/roles/0/memberRecovery",
+      json::object{{"policy", "Off"}, {"nodeLostGraceSeconds", 0}, {"localStorage", "Recreate"}});
+  put(stack, "/spec/roles/1/memberRecovery", json::object{{"nodeLostGraceSeconds", 86400}});
+  auto ok = f.check(stack);
+  EXPECT_TRUE(ok.empty()) << catalog::join(ok);
+  put(stack, "/spec/roles/1/memberRecovery/nodeLostGraceSeconds", 86401);
+  auto v = f.check(stack);
+  ASSERT_EQ(v.size(), 1u) << catalog::join(v);
+  EXPECT_EQ(v[0].to_string(),
+            "spec.roles[1].memberRecovery.nodeLostGraceSeconds: must be between 0 and 86400 "
+            "(seconds), not 86401");
+}
 
 TEST(StackRules, ReportsEveryViolationAtOnce) {
   Fixture f;

@@ -286,5 +286,78 @@ TEST(StackUpdate, ReorderedRolesAreComparedById) {
               }).empty());
 }
 
+// spec.stopped (docs/api.md "Stop and resume"): stopping and resuming are updates of their own,
+// and a stopped Stack's spec does not change.
+void set_stopped(json::value& s, bool stopped) { s.at("spec").as_object()["stopped"] = stopped; }
+
+TEST(StackUpdate, AStoppedStacksSpecCannotChangeAndTheFirstChangedFieldIsNamed) {
+  auto v = update_of([](json::value& s) { set_stopped(s, true); },
+                     [](json::value& s) {
+                       role(s, 0)["members"] = 5;
+                       role(s, 1)["members"] = 2;
+                     });
+  ASSERT_EQ(v.size(), 1u) << catalog::join(v);
+  EXPECT_EQ(v[0].to_string(),
+            "spec.roles[0].members: cannot change while the Stack is stopped (spec.stopped: "
+            "true); resume it first (set spec.stopped to false in an update of its own)");
+}
+
+TEST(StackUpdate, StoppedRuleNamesMapKeysAddedFieldsAndAddedRoles) {
+  auto stopped = [](json::value& s) { set_stopped(s, true); };
+  auto label = update_of(stopped, [](json::value& s) {
+    role(s, 0)["podLabels"] = json::object{{"team", "b"}};
+  });
+  ASSERT_EQ(label.size(), 1u);
+  EXPECT_EQ(label[0].field, "spec.roles[0].podLabels[team]");
+  auto added = update_of(stopped, [](json::value& s) { role(s, 1)["maxUnavailable"] = 2; });
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(added[0].field, "spec.roles[1].maxUnavailable");
+  auto new_role = update_of(stopped, [](json::value& s) {
+    s.at("spec").at("roles").as_array().push_back(json::object{{"id", "arbiter"}});
+  });
+  ASSERT_EQ(new_role.size(), 1u);
+  EXPECT_EQ(new_role[0].field, "spec.roles[2]");
+  auto top = update_of(stopped, [](json::value& s) { s.at("spec").as_object()["paused"] = true; });
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].field, "spec.paused");
+  // Written null is the same as absent, as elsewhere in Kubernetes.
+  EXPECT_TRUE(update_of(stopped, [](json::value& s) { role(s, 1)["env"] = nullptr; }).empty());
+}
+
+TEST(StackUpdate, AChangeInTheUpdateThatStopsOrResumesIsRefused) {
+  const std::string why =
+      "cannot change in the same update that sets spec.stopped (stop or resume in an update of "
+      "its own)";
+  auto stop = update([](json::value& s) {
+    set_stopped(s, true);
+    role(s, 0)["members"] = 1;
+  });
+  ASSERT_EQ(stop.size(), 1u) << catalog::join(stop);
+  EXPECT_EQ(stop[0].to_string(), "spec.roles[0].members: " + why);
+  auto resume = update_of([](json::value& s) { set_stopped(s, true); },
+                          [](json::value& s) {
+                            set_stopped(s, false);
+                            s.at("spec").as_object()["serviceType"] = "NodePort";
+                          });
+  ASSERT_EQ(resume.size(), 1u) << catalog::join(resume);
+  EXPECT_EQ(resume[0].to_string(), "spec.serviceType: " + why);
+
+  // Alone, stopping, resuming and metadata changes go through.
+  EXPECT_TRUE(update([](json::value& s) { set_stopped(s, true); }).empty());
+  auto resume_alone = update_of([](json::value& s) { set_stopped(s, true); },
+                                [](json::value& s) { set_stopped(s, false); });
+  EXPECT_TRUE(resume_alone.empty()) << catalog::join(resume_alone);
+  // Absent is false: dropping the field resumes too.
+  auto dropped = update_of([](json::value& s) { set_stopped(s, true); },
+                           [](json::value& s) { s.at("spec").as_object().erase("stopped"); });
+  EXPECT_TRUE(dropped.empty()) << catalog::join(dropped);
+  // Metadata is not spec: labels may change on a stopped Stack.
+  auto relabel = update_of([](json::value& s) { set_stopped(s, true); },
+                           [](json::value& s) {
+                             s.at("metadata").as_object()["labels"] = json::object{{"a", "b"}};
+                           });
+  EXPECT_TRUE(relabel.empty()) << catalog::join(relabel);
+}
+
 }  // namespace
 }  // namespace kstack::validator
