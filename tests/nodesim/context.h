@@ -85,6 +85,7 @@ struct Context {
   informer::Informer* claims = nullptr;
   informer::Informer* volumes = nullptr;
   informer::Informer* classes = nullptr;
+  informer::Informer* nodes = nullptr;  // where unpinned claims go (provisioner.h)
   Runtime* runtime = nullptr;
   ImageSet images;  // options.images, read at start
   // Heartbeats stopped (POST /heartbeats/stop): the node is "lost", so its kubelet and

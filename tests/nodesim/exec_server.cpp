@@ -375,6 +375,11 @@ awaitable<void> ExecServer::Impl::session(Tcp::socket socket) {
     co_await respond(stream, req, http::status::not_found, "404 page not found\n");
     co_return;
   }
+  if (options.unreachable && options.unreachable()) {
+    co_await respond(stream, req, http::status::service_unavailable,
+                     "node is lost (heartbeats stopped): its kubelet cannot be reached\n");
+    co_return;
+  }
   auto params = parse_exec_target(target);
   if (!params) {
     co_await respond(stream, req, http::status::bad_request, params.error() + "\n");

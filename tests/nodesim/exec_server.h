@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,9 @@ struct ExecServerOptions {
   std::string key_pem;
   // Subprotocols served; a client offering none of them is refused with 400.
   ProtocolSet protocols = all_protocols();
+  // While it returns true, exec requests are refused with 503 (the node is lost: an API server
+  // cut off from its kubelet cannot reach the endpoint either). Unset: never.
+  std::function<bool()> unreachable = nullptr;
 };
 
 class ExecServer {

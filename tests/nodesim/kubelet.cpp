@@ -226,24 +226,23 @@ void Kubelet::watch_exits() {
   }
 }
 
-void Kubelet::enqueue_all() {
-  for (const auto& pod : ctx_.pods->store().list()) {
-    if (mine(*pod)) queue_.add(informer::object_key(*pod));
-  }
-}
-
 WorkResult Kubelet::reconcile(const std::string& key) {
   ObjectPtr pod = ctx_.pods->store().get(key);
   auto slash = key.find('/');
   std::string ns = key.substr(0, slash);
   std::string name = key.substr(slash + 1);
+  const bool lost = ctx_.lost.load();
   if (auto uid = ctx_.runtime->uid_of(ns, name);
       uid && (!pod || str(*pod, "/metadata/uid") != *uid)) {
+    // A kubelet cut off from the API server does not learn that a pod was deleted (force
+    // deleted, as for a lost node): its containers keep running until the node is back.
+    if (lost) return WorkResult::success();  // resume_heartbeats() queues it again
     spdlog::info("pod {} is gone; removing its sandbox (uid {})", key, *uid);
     ctx_.runtime->remove_pod(*uid);
     prober_.forget(*uid);
   }
-  if (!pod || !mine(*pod) || ctx_.lost.load()) return WorkResult::success();
+  if (!pod || !mine(*pod)) return WorkResult::success();
+  if (lost) return run_while_lost(*pod);
   if (find(*pod, "/metadata/deletionTimestamp") != nullptr) return finish_deletion(*pod);
 
   const std::string uid = str(*pod, "/metadata/uid");
@@ -261,6 +260,28 @@ WorkResult Kubelet::reconcile(const std::string& key) {
   }
   if (pod_terminated(*pod)) return WorkResult::success();
   return start_pod(*pod);
+}
+
+WorkResult Kubelet::run_while_lost(const json::value& pod) {
+  // The node goes on without the API: its containers are restarted and probed as usual, but
+  // nothing is written (the status is reported again by resume_heartbeats()), no new pod is
+  // started and a deletion is not seen.
+  const std::string uid = str(pod, "/metadata/uid");
+  if (!ctx_.runtime->has_pod(uid)) return WorkResult::success();
+  const auto next_restart = ctx_.runtime->restart_due(uid);
+  auto state = ctx_.runtime->pod_state(uid);
+  if (!state) return WorkResult::success();
+  auto next = run_probes(pod, *state);
+  if (next_restart) next = next ? std::min(*next, *next_restart) : *next_restart;
+  return next ? WorkResult::requeue_after(*next) : WorkResult::success();
+}
+
+void Kubelet::enqueue_all() {
+  for (const auto& pod : ctx_.pods->store().list()) {
+    if (mine(*pod)) queue_.add(informer::object_key(*pod));
+  }
+  // Sandboxes whose pod is gone from the API (deleted while the node was lost).
+  for (const auto& key : ctx_.runtime->pod_keys()) queue_.add(key);
 }
 
 WorkResult Kubelet::finish_deletion(const json::value& pod) {

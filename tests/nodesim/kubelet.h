@@ -41,6 +41,7 @@ class Kubelet {
 
   void start();
   void stop();
+  // Every pod of this node and every sandbox (its pod may be gone from the API).
   void enqueue_all();
 
   // Test controls; they update the API status before returning it.
@@ -57,6 +58,8 @@ class Kubelet {
  private:
   informer::WorkResult reconcile(const std::string& key);
   informer::WorkResult finish_deletion(const boost::json::value& pod);
+  // While the node is lost (ctx.lost): restarts and probes, nothing written to the API.
+  informer::WorkResult run_while_lost(const boost::json::value& pod);
   informer::WorkResult start_pod(const boost::json::value& pod);
   tl::expected<ResolvedVolume, std::string> resolve_volume(const boost::json::value& pod,
                                                            const boost::json::value& volume);

@@ -106,15 +106,34 @@ informer::EventHandler Provisioner::pod_handler() {
   return h;
 }
 
-void Provisioner::start() {
-  workers_ = std::make_unique<informer::Workers>(
-      queue_, 1, [this](const std::string& key) { return reconcile(key); });
+informer::EventHandler Provisioner::node_handler() {
+  auto all_claims = [this] {
+    for (const auto& pvc : ctx_.claims->store().list()) {
+      if (claim_pending(*pvc)) queue_.add(std::string(kClaimPrefix) + informer::object_key(*pvc));
+    }
+  };
+  informer::EventHandler h;
+  h.on_add = [all_claims](const ObjectPtr&) { all_claims(); };
+  h.on_update = [all_claims](const ObjectPtr& old_node, const ObjectPtr& node) {
+    if (node_ready(*old_node) != node_ready(*node)) all_claims();
+  };
+  h.on_delete = [all_claims](const ObjectPtr&, bool) { all_claims(); };
+  return h;
+}
+
+void Provisioner::enqueue_all() {
   for (const auto& pvc : ctx_.claims->store().list()) {
     queue_.add(std::string(kClaimPrefix) + informer::object_key(*pvc));
   }
   for (const auto& pv : ctx_.volumes->store().list()) {
     queue_.add(std::string(kVolumePrefix) + informer::object_key(*pv));
   }
+}
+
+void Provisioner::start() {
+  workers_ = std::make_unique<informer::Workers>(
+      queue_, 1, [this](const std::string& key) { return reconcile(key); });
+  enqueue_all();
 }
 
 void Provisioner::stop() {
@@ -180,14 +199,21 @@ WorkResult Provisioner::reconcile_claim(const std::string& key) {
   if (ctx_.volumes->store().get(pv_name)) return WorkResult::success();  // binder's turn
 
   if (user_node.empty() && selected.empty()) {
-    std::int64_t held = 0;
-    for (const auto& pv : ctx_.volumes->store().list()) {
-      if (ours(*pv)) ++held;
-    }
-    std::lock_guard lock(mu_);
-    if (held > 0 && delayed_.insert(uid).second) {
-      return WorkResult::requeue_after(
-          std::min(kProvisionDelayPerVolume * held, kMaxProvisionDelay));
+    PlacementInput input{
+        ctx_.nodes->store().list(), ctx_.claims->store().list(), ctx_.volumes->store().list(),
+        [this](const json::value& c) {
+          auto cls = ctx_.classes->store().get(claim_class(c));
+          return cls && str(*cls, "/provisioner") == kProvisionerName;
+        },
+        [this](const json::value& c) {
+          auto node = str(c,
+                          "/metadata/annotations/"
+                          "volume.kubernetes.io~1selected-node");
+          if (!node.empty()) return node;
+          return claim_user_node(str(c, "/metadata/namespace"), str(c, "/metadata/name"));
+        }};
+    if (placement_node(*pvc, input) != ctx_.node.name) {
+      return WorkResult::requeue_after(kPlacementRecheck);  // another node's, unless it is lost
     }
   }
 
@@ -267,6 +293,11 @@ WorkResult Provisioner::reconcile_volume(const std::string& name) {
   }
   if (str(*pv, "/spec/persistentVolumeReclaimPolicy") != "Delete") {
     return WorkResult::success();  // Retain: the data stays for an administrator
+  }
+  if (ctx_.runtime->uses_path(str(*pv, "/spec/local/path"))) {
+    // A sandbox of a pod deleted while this node was lost still has it: the kubelet removes
+    // that sandbox first.
+    return WorkResult::requeue_after(std::chrono::seconds(1));
   }
   remove_volume_dir(*pv);
   kube::DeleteOptions options;

@@ -16,13 +16,13 @@
 
 #include "informer/work_queue.h"
 #include "tests/nodesim/context.h"
+#include "tests/nodesim/placement.h"
 
 namespace kstack::nodesim {
 
-// Spreading: a node already holding N volumes waits N times this (capped) before
-// provisioning a claim no pod has pinned to a node yet.
-inline constexpr std::chrono::milliseconds kProvisionDelayPerVolume{100};
-inline constexpr std::chrono::milliseconds kMaxProvisionDelay{1000};
+// How often a simulator looks again at a pending claim placed on another node (that node may
+// be lost, or its simulator gone, before it provisions the claim).
+inline constexpr std::chrono::milliseconds kPlacementRecheck{2000};
 
 class Provisioner {
  public:
@@ -38,8 +38,12 @@ class Provisioner {
   informer::EventHandler volume_handler();
   informer::EventHandler pod_handler();  // a pod bound here may need its claims provisioned
 
+  informer::EventHandler node_handler();  // Ready changes: placements change
+
   void start();
   void stop();
+  // Every claim and volume (the node is back from being lost: releases to reclaim).
+  void enqueue_all();
 
  private:
   informer::WorkResult reconcile(const std::string& key);
@@ -54,7 +58,6 @@ class Provisioner {
   informer::WorkQueue queue_;
   std::unique_ptr<informer::Workers> workers_;
   std::mutex mu_;
-  std::set<std::string> delayed_;                       // claim uids given their delay
   std::map<std::string, informer::ObjectPtr> deleted_;  // PVs deleted, awaiting cleanup
 };
 

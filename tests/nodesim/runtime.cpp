@@ -211,6 +211,33 @@ std::vector<std::string> Runtime::pod_uids() const {
   return out;
 }
 
+std::vector<std::string> Runtime::pod_keys() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [uid, pod] : pods_) {
+    out.push_back(pod.config.namespace_name + "/" + pod.config.name);
+  }
+  return out;
+}
+
+bool Runtime::uses_path(const fs::path& path) const {
+  if (path.empty()) return false;
+  const fs::path dir = path.lexically_normal();
+  auto inside = [&](const fs::path& p) {
+    auto [d, _] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
+    return d == dir.end();
+  };
+  std::lock_guard lock(mu_);
+  for (const auto& [uid, pod] : pods_) {
+    for (const auto& c : pod.containers) {
+      for (const auto& m : c.config.mounts) {
+        if (inside(m.source.lexically_normal())) return true;
+      }
+    }
+  }
+  return false;
+}
+
 tl::expected<PodState, std::string> Runtime::restart(const std::string& uid,
                                                      const std::string& container, int exit_code) {
   std::lock_guard lock(mu_);

@@ -95,6 +95,10 @@ class Runtime {
   std::optional<PodState> pod_state(const std::string& uid) const;
   std::optional<std::string> uid_of(const std::string& ns, const std::string& name) const;
   std::vector<std::string> pod_uids() const;
+  // "<namespace>/<name>" of every pod that has sandboxes here (running or not).
+  std::vector<std::string> pod_keys() const;
+  // Whether a sandbox here mounts `path` (a volume's directory) or something inside it.
+  bool uses_path(const std::filesystem::path& path) const;
 
   // Kills and starts the container(s) again with fresh private dirs ("" = every container):
   // new container ID, restartCount + 1, lastState terminated with `exit_code`.

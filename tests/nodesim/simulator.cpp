@@ -130,6 +130,7 @@ tl::expected<void, std::string> Simulator::init(Options options) {
   auto cert = self_signed_certificate({"IP:127.0.0.1", "DNS:localhost", "DNS:" + o.node_name});
   if (!cert) return tl::unexpected(cert.error());
   ExecServerOptions exec_options{"127.0.0.1", o.port, 2, cert->cert, cert->key};
+  exec_options.unreachable = [this] { return ctx_.lost.load(); };
   if (!o.exec_protocols.empty()) {
     auto protocols = parse_protocol_set(o.exec_protocols);
     if (!protocols) return tl::unexpected("--exec-protocols: " + protocols.error());
@@ -155,10 +156,12 @@ tl::expected<void, std::string> Simulator::init(Options options) {
   claims_ = informer_for(kube::resources::kPersistentVolumeClaims, informer::kDefaultResyncPeriod);
   volumes_ = informer_for(kube::resources::kPersistentVolumes, informer::kDefaultResyncPeriod);
   classes_ = informer_for(resources::kStorageClasses, std::chrono::milliseconds(0));
+  nodes_ = informer_for(kube::resources::kNodes, std::chrono::milliseconds(0));
   ctx_.pods = pods_.get();
   ctx_.claims = claims_.get();
   ctx_.volumes = volumes_.get();
   ctx_.classes = classes_.get();
+  ctx_.nodes = nodes_.get();
 
   kubelet_ = std::make_unique<Kubelet>(ctx_);
   scheduler_ = std::make_unique<Scheduler>(ctx_);
@@ -174,9 +177,11 @@ tl::expected<void, std::string> Simulator::init(Options options) {
   }
   claims_->add_handler(provisioner_->claim_handler());
   volumes_->add_handler(provisioner_->volume_handler());
+  nodes_->add_handler(provisioner_->node_handler());
 
-  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get()}) inf->start();
-  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get()}) {
+  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get(), nodes_.get()})
+    inf->start();
+  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get(), nodes_.get()}) {
     if (!inf->wait_for_sync(kSyncTimeout)) {
       return tl::unexpected(
           std::string("informer caches did not sync (is the API server reachable?)"));
@@ -208,7 +213,7 @@ void Simulator::stop() {
   if (kubelet_) kubelet_->stop();
   if (scheduler_) scheduler_->stop();
   if (provisioner_) provisioner_->stop();
-  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get()}) {
+  for (auto* inf : {pods_.get(), claims_.get(), volumes_.get(), classes_.get(), nodes_.get()}) {
     if (inf != nullptr) inf->stop();
   }
   if (runtime_) runtime_->kill_all();
@@ -229,6 +234,7 @@ ControlResponse Simulator::handle(const ControlRequest& r) {
     agent_->resume_heartbeats([this] {
       kubelet_->enqueue_all();
       scheduler_->enqueue_all();
+      provisioner_->enqueue_all();
     });
     return json_response(200, json::object{{"lost", false}});
   }

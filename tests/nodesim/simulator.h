@@ -45,7 +45,7 @@ class Simulator {
 
   Context ctx_;
   std::unique_ptr<Runtime> runtime_;
-  std::unique_ptr<informer::Informer> pods_, claims_, volumes_, classes_;
+  std::unique_ptr<informer::Informer> pods_, claims_, volumes_, classes_, nodes_;
   std::unique_ptr<Kubelet> kubelet_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Provisioner> provisioner_;
