@@ -1,5 +1,6 @@
 // Stack UPDATE rules: what may change once a Stack exists.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "catalog/defaults.h"
+#include "validator/rules/defaulting.h"
 #include "validator/rules/stack_rules.h"
 
 namespace kstack::validator {
@@ -211,14 +213,62 @@ json::value spec_but_stopped(const json::value& stack) {
   return copy;
 }
 
+// RFC 6901 reference tokens of `pointer` ("/a/b~1c" -> a, b/c).
+std::vector<std::string> pointer_tokens(std::string_view pointer) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < pointer.size() && pointer[i] == '/') {
+    const auto end = std::min(pointer.find('/', i + 1), pointer.size());
+    std::string token;
+    for (std::size_t k = i + 1; k < end; ++k) {
+      if (pointer[k] == '~' && k + 1 < end) {
+        token += pointer[k + 1] == '1' ? '/' : '~';
+        ++k;
+      } else {
+        token += pointer[k];
+      }
+    }
+    out.push_back(std::move(token));
+    i = end;
+  }
+  return out;
+}
+
+// Applies the "add" operations of a defaulting patch (paths under /spec) to `spec`, where
+// their parent exists. (Boost.JSON 1.81 has no set_at_pointer; the patch is only adds.)
+void add_defaults(json::value& spec, const json::array& patch) {
+  for (const auto& op : patch) {
+    const auto* path = op.as_object().if_contains("path");
+    const auto* value = op.as_object().if_contains("value");
+    if (path == nullptr || value == nullptr || !path->is_string()) continue;
+    auto tokens = pointer_tokens(path->get_string());
+    if (tokens.size() < 2 || tokens.front() != "spec") continue;
+    json::value* at = &spec;
+    for (std::size_t i = 1; at != nullptr && i + 1 < tokens.size(); ++i) {
+      if (auto* o = at->if_object()) {
+        at = o->if_contains(tokens[i]);
+      } else if (auto* a = at->if_array()) {
+        const auto index = static_cast<std::size_t>(std::strtoull(tokens[i].c_str(), nullptr, 10));
+        at = index < a->size() ? &(*a)[index] : nullptr;
+      } else {
+        at = nullptr;
+      }
+    }
+    if (auto* o = at != nullptr ? at->if_object() : nullptr) (*o)[tokens.back()] = *value;
+  }
+}
+
 // A stopped Stack keeps its spec as it was (docs/api.md "Stop and resume"): stopping and
 // resuming are updates of their own, so what the members come back to is what they left.
+// The old spec is compared with the defaults the mutating webhook gives it today: a field the
+// webhook adds in the same update (an object stored before a default existed) is no change.
 void check_stopped(const catalog::Stack& old_stack, const catalog::Stack& new_stack,
-                   Violations& out) {
+                   const catalog::Catalog& catalog, Violations& out) {
   const bool was = old_stack.spec.stopped;
   const bool is = new_stack.spec.stopped;
   if (!was && !is) return;
   json::value before = spec_but_stopped(old_stack.raw);
+  if (!before.is_null()) add_defaults(before, default_stack(old_stack, &old_stack, catalog));
   json::value after = spec_but_stopped(new_stack.raw);
   std::string path = first_difference(&before, &after, "spec");
   if (path.empty()) return;
@@ -238,7 +288,7 @@ void check_stopped(const catalog::Stack& old_stack, const catalog::Stack& new_st
 Violations validate_stack_update(const catalog::Stack& old_stack, const catalog::Stack& new_stack,
                                  const catalog::Catalog& catalog) {
   Violations out;
-  check_stopped(old_stack, new_stack, out);
+  check_stopped(old_stack, new_stack, catalog, out);
   check_app_change(old_stack, new_stack, catalog, out);
   check_immutable(old_stack.spec.app_catalog, new_stack.spec.app_catalog, "spec.appCatalog", out);
   // Every object name derives from the naming scheme: changing it would orphan them all.

@@ -324,6 +324,33 @@ TEST(StackUpdate, StoppedRuleNamesMapKeysAddedFieldsAndAddedRoles) {
   EXPECT_TRUE(update_of(stopped, [](json::value& s) { role(s, 1)["env"] = nullptr; }).empty());
 }
 
+// A Stack stored without the fields the mutating webhook defaults (made before the webhook
+// ran, or before a default existed) is stopped by an update that the webhook completes with
+// them: that is no change of the spec. A different value in such a field still is.
+TEST(StackUpdate, DefaultsTheWebhookAddsInTheStoppingUpdateAreNoChange) {
+  auto bare = [](json::value& s) {
+    auto& spec = s.at("spec").as_object();
+    spec.erase("appCatalog");
+    spec.erase("serviceType");
+    spec.erase("namingScheme");
+  };
+  auto defaulted = [](json::value& s) {
+    set_stopped(s, true);
+    auto& spec = s.at("spec").as_object();
+    spec["appCatalog"] = "local";
+    spec["serviceType"] = "ClusterIP";
+    spec["namingScheme"] = "CrNameRole";
+  };
+  auto stop = update_of(bare, defaulted);
+  EXPECT_TRUE(stop.empty()) << catalog::join(stop);
+  auto other = update_of(bare, [&](json::value& s) {
+    defaulted(s);
+    s.at("spec").as_object()["serviceType"] = "NodePort";
+  });
+  ASSERT_EQ(other.size(), 1u) << catalog::join(other);
+  EXPECT_EQ(other[0].field, "spec.serviceType");
+}
+
 TEST(StackUpdate, AChangeInTheUpdateThatStopsOrResumesIsRefused) {
   const std::string why =
       "cannot change in the same update that sets spec.stopped (stop or resume in an update of "
