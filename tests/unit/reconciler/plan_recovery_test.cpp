@@ -317,8 +317,8 @@ TEST(PlanStop, ResumingBringsEveryMemberBackOnItsClaimAndSetsItUpAgain) {
 
 // ---- PodDisruptionBudgets ----
 
-const kube::ResourceType kPdbType{"policy", "v1", "poddisruptionbudgets",
-                                  "PodDisruptionBudget", true};
+const kube::ResourceType kPdbType{"policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget",
+                                  true};
 
 void set_min_available(World& w, json::value v) {
   for (auto& r : w.app.at("spec").at("roles").as_array()) {
