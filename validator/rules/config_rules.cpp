@@ -1,5 +1,7 @@
 #include "validator/rules/config_rules.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "catalog/parse.h"
@@ -11,28 +13,32 @@ namespace {
 // One day: a node away longer than that is not coming back in any sense the grace is for.
 constexpr std::int64_t kMaxNodeLostGraceSeconds = 86400;
 
-void check_enum(const std::optional<std::string>& value, const std::string& path,
-                std::initializer_list<std::string_view> allowed, Violations& out) {
-  if (!value) return;
+// "\"A\", \"B\"" when `value` is none of `allowed`, nullopt when it is one (or absent).
+std::optional<std::string> outside(const std::optional<std::string>& value,
+                                   std::initializer_list<std::string_view> allowed) {
+  if (!value) return std::nullopt;
   std::string list;
   for (auto a : allowed) {
-    if (*value == a) return;
+    if (*value == a) return std::nullopt;
     list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", a);
   }
-  out.push_back(
-      {path, fmt::format("unsupported value \"{}\": supported values: {}", *value, list)});
+  return list;
 }
 
-// The wording the contract of memberRecovery uses: `must be one of "A", "B"`.
+void check_enum(const std::optional<std::string>& value, const std::string& path,
+                std::initializer_list<std::string_view> allowed, Violations& out) {
+  if (auto list = outside(value, allowed)) {
+    out.push_back(
+        {path, fmt::format("unsupported value \"{}\": supported values: {}", *value, *list)});
+  }
+}
+
+// The wording of memberRecovery's refusals: `must be one of "A", "B" (not "x")`.
 void check_one_of(const std::optional<std::string>& value, const std::string& path,
                   std::initializer_list<std::string_view> allowed, Violations& out) {
-  if (!value) return;
-  std::string list;
-  for (auto a : allowed) {
-    if (*value == a) return;
-    list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", a);
+  if (auto list = outside(value, allowed)) {
+    out.push_back({path, fmt::format("must be one of {} (not \"{}\")", *list, *value)});
   }
-  out.push_back({path, fmt::format("must be one of {} (not \"{}\")", list, *value)});
 }
 
 }  // namespace

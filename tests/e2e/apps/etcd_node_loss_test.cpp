@@ -30,6 +30,7 @@
 #include "catalog/model.h"
 #include "kube/resource.h"
 #include "tests/e2e/apps/app_fixture.h"
+#include "tests/e2e/apps/etcd_members.h"
 
 namespace kstack::testenv::e2e::apps {
 namespace {
@@ -42,38 +43,6 @@ using kube::resources::kPersistentVolumes;
 using kube::resources::kPods;
 
 const std::string kRole = "member";
-
-// One line of `etcdctl member list`: id, status, name, peer URLs, client URLs, is learner.
-struct EtcdMember {
-  std::string id;
-  std::string name;
-  std::string client_urls;  // empty until the member has started (published itself)
-};
-
-std::vector<EtcdMember> parse_member_list(const std::string& out) {
-  std::vector<EtcdMember> members;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    std::vector<std::string> fields;
-    std::size_t from = 0;
-    for (std::size_t at; (at = line.find(", ", from)) != std::string::npos; from = at + 2) {
-      fields.push_back(line.substr(from, at - from));
-    }
-    fields.push_back(line.substr(from));
-    if (fields.size() == 6) members.push_back({fields[0], fields[2], fields[4]});
-  }
-  return members;
-}
-
-// Exactly these members, every one started.
-bool is_membership(const std::vector<EtcdMember>& list, const std::vector<std::string>& pods) {
-  std::set<std::string> names;
-  for (const auto& m : list) {
-    if (m.name.empty() || m.client_urls.empty()) return false;
-    names.insert(m.name);
-  }
-  return list.size() == pods.size() && names == std::set<std::string>(pods.begin(), pods.end());
-}
 
 std::string id_of(const std::vector<EtcdMember>& list, const std::string& pod) {
   for (const auto& m : list) {
@@ -123,7 +92,7 @@ class LostNode {
   bool lost_ = false;
 };
 
-class EtcdNodeLoss : public AppTest {
+class EtcdNodeLoss : public EtcdAppTest {
  protected:
   static void SetUpTestSuite() {
     const auto start = std::chrono::steady_clock::now();
@@ -140,11 +109,6 @@ class EtcdNodeLoss : public AppTest {
     }
   }
   static void TearDownTestSuite() { stop_app(); }
-
-  static std::vector<std::string> ctl(std::vector<std::string> args) {
-    args.insert(args.begin(), "kstack-etcdctl");
-    return args;
-  }
 
   // Ready, and no member recovering (stateDetail.recovery / replacing cleared).
   static bool settled(const json::value& stack) {
@@ -191,31 +155,17 @@ class EtcdNodeLoss : public AppTest {
     }
   }
 
-  static std::vector<EtcdMember> expect_membership(const std::string& pod,
-                                                   const std::vector<std::string>& pods) {
-    auto out = run_until(pod, ctl({"member", "list"}), [&](const std::string& o) {
-      return is_membership(parse_member_list(o), pods);
-    });
-    if (!out) {
-      ADD_FAILURE() << "member list through " << pod << " is not " << fmt::format("{}", pods)
-                    << ": " << out.error() << "\n"
-                    << describe();
-      return {};
-    }
-    return parse_member_list(*out);
-  }
-
   // The value of `key` in the member's own copy (a serializable read is served locally).
   static void expect_value(const std::string& pod, const std::string& key,
                            const std::string& value) {
     auto got = run_until(
-        pod, ctl({"get", key, "--print-value-only", "--consistency=s"}),
+        pod, etcdctl({"get", key, "--print-value-only", "--consistency=s"}),
         [&](const std::string& out) { return out == value + "\n"; }, 30s);
     EXPECT_TRUE(got) << key << " through " << pod << ": " << got.error();
   }
 
   static void put(const std::string& pod, const std::string& key, const std::string& value) {
-    auto done = run(pod, ctl({"put", key, value}));
+    auto done = run(pod, etcdctl({"put", key, value}));
     ASSERT_TRUE(done.ok) << done.diagnosis;
     ASSERT_EQ(done.out, "OK\n");
   }
@@ -283,7 +233,7 @@ TEST_F(EtcdNodeLoss, RecreateMovesAMemberOfALostNodeToALiveOneWithAFreshClaimAnd
   EXPECT_NE(new_id, old_id) << "member 2 kept its etcd identity: its data was not recreated";
   for (const auto& m : list) EXPECT_NE(m.id, old_id) << "the lost member is still listed";
   for (const auto& pod : pods) {
-    auto health = run(pod, ctl({"endpoint", "health"}));
+    auto health = run(pod, etcdctl({"endpoint", "health"}));
     EXPECT_TRUE(health.ok) << health.diagnosis;
   }
   // It re-replicated what was written before, and what it takes reaches member 0.

@@ -41,6 +41,7 @@
 #include "kube/resource.h"
 #include "reconciler/desired_state.h"
 #include "tests/e2e/apps/app_fixture.h"
+#include "tests/e2e/apps/etcd_members.h"
 #include "tests/testenv/process.h"
 #include "validator/certs.h"
 #include "validator/webhook.h"
@@ -71,23 +72,6 @@ const std::string kMinAvailable = "51%";
 constexpr const char* kDenied = R"(admission webhook "validate.kstack.io" denied the request)";
 
 // ---- etcd ----
-
-// `etcdctl member list` lines: id, status, name, peer URLs, client URLs, is learner.
-std::map<std::string, std::string> member_ids(const std::string& out) {
-  std::map<std::string, std::string> ids;  // name -> id
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    std::vector<std::string> fields;
-    std::size_t from = 0;
-    for (std::size_t at; (at = line.find(", ", from)) != std::string::npos; from = at + 2) {
-      fields.push_back(line.substr(from, at - from));
-    }
-    fields.push_back(line.substr(from));
-    // Started members only: one that has not published itself has no name and no client URL.
-    if (fields.size() == 6 && !fields[2].empty() && !fields[4].empty()) ids[fields[2]] = fields[0];
-  }
-  return ids;
-}
 
 // ---- the members' volumes ----
 
@@ -343,7 +327,7 @@ class InProcessWebhook {
   bool registered_ = false;
 };
 
-class EtcdStopDrain : public AppTest {
+class EtcdStopDrain : public EtcdAppTest {
  protected:
   static void SetUpTestSuite() {
     const auto start = std::chrono::steady_clock::now();
@@ -394,40 +378,8 @@ class EtcdStopDrain : public AppTest {
     }
   }
 
-  static std::vector<std::string> ready_members() {
-    auto ready = wait_ready();
-    if (!ready) {
-      ADD_FAILURE() << ready.error();
-      return {};
-    }
-    return members(*ready, kRole);
-  }
-
-  static std::vector<std::string> ctl(std::vector<std::string> args) {
-    args.insert(args.begin(), "kstack-etcdctl");
-    return args;
-  }
-
-  // name -> etcd member ID, once `pod` lists exactly `pods` as started members.
-  static std::map<std::string, std::string> expect_membership(
-      const std::string& pod, const std::vector<std::string>& pods) {
-    const std::set<std::string> want(pods.begin(), pods.end());
-    auto out = run_until(pod, ctl({"member", "list"}), [&](const std::string& o) {
-      std::set<std::string> names;
-      for (const auto& [name, id] : member_ids(o)) names.insert(name);
-      return names == want;
-    });
-    if (!out) {
-      ADD_FAILURE() << "member list through " << pod << " is not " << fmt::format("{}", pods)
-                    << ": " << out.error() << "\n"
-                    << describe();
-      return {};
-    }
-    return member_ids(*out);
-  }
-
   static void put(const std::string& pod, const std::string& key, const std::string& value) {
-    auto done = run(pod, ctl({"put", key, value}));
+    auto done = run(pod, etcdctl({"put", key, value}));
     ASSERT_TRUE(done.ok) << done.diagnosis;
     ASSERT_EQ(done.out, "OK\n");
   }
@@ -436,7 +388,7 @@ class EtcdStopDrain : public AppTest {
   static void expect_value(const std::string& pod, const std::string& key,
                            const std::string& value) {
     auto got = run_until(
-        pod, ctl({"get", key, "--print-value-only", "--consistency=s"}),
+        pod, etcdctl({"get", key, "--print-value-only", "--consistency=s"}),
         [&](const std::string& out) { return out == value + "\n"; }, 30s);
     EXPECT_TRUE(got) << key << " through " << pod << ": " << got.error();
   }
@@ -506,7 +458,7 @@ TEST_F(EtcdStopDrain, AStoppedStackKeepsItsClaimsRefusesChangesAndResumesAsTheSa
 
   const auto pods = ready_members();
   ASSERT_EQ(pods.size(), 3u) << describe();
-  const auto ids_before = expect_membership(pods[0], pods);
+  const auto ids_before = started_member_ids(expect_membership(pods[0], pods));
   ASSERT_EQ(ids_before.size(), 3u);
   const auto volumes_before = member_volumes(client(), ns(), pods);
   ASSERT_EQ(volumes_before.size(), 3u);
@@ -620,7 +572,7 @@ TEST_F(EtcdStopDrain, AStoppedStackKeepsItsClaimsRefusesChangesAndResumesAsTheSa
   }
   // The same etcd cluster (each member restarted from its data, not a new one), every key
   // readable through every member.
-  EXPECT_EQ(expect_membership(pods[0], pods), ids_before);
+  EXPECT_EQ(started_member_ids(expect_membership(pods[0], pods)), ids_before);
   for (const auto& pod : pods) {
     for (std::size_t i = 0; i < pods.size(); ++i) {
       expect_value(pod, fmt::format("/kstack/stop/{}", i), pods[i]);

@@ -20,6 +20,7 @@
 #include "catalog/model.h"
 #include "kube/resource.h"
 #include "tests/e2e/apps/app_fixture.h"
+#include "tests/e2e/apps/etcd_members.h"
 
 namespace kstack::testenv::e2e::apps {
 namespace {
@@ -30,45 +31,13 @@ using kube::resources::kStatefulSets;
 
 const std::string kRole = "member";
 
-// One line of `etcdctl member list`: id, status, name, peer URLs, client URLs, is learner.
-struct EtcdMember {
-  std::string id;
-  std::string name;
-  std::string client_urls;  // empty until the member has started (published itself)
-};
-
-std::vector<EtcdMember> parse_member_list(const std::string& out) {
-  std::vector<EtcdMember> members;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    std::vector<std::string> fields;
-    std::size_t from = 0;
-    for (std::size_t at; (at = line.find(", ", from)) != std::string::npos; from = at + 2) {
-      fields.push_back(line.substr(from, at - from));
-    }
-    fields.push_back(line.substr(from));
-    if (fields.size() == 6) members.push_back({fields[0], fields[2], fields[4]});
-  }
-  return members;
-}
-
-// Exactly these members, every one started.
-bool is_membership(const std::vector<EtcdMember>& list, const std::vector<std::string>& pods) {
-  std::set<std::string> names;
-  for (const auto& m : list) {
-    if (m.name.empty() || m.client_urls.empty()) return false;
-    names.insert(m.name);
-  }
-  return list.size() == pods.size() && names == std::set<std::string>(pods.begin(), pods.end());
-}
-
 std::set<std::string> uids(const Objects& objects) {
   std::set<std::string> out;
   for (const auto& [name, o] : objects) out.insert(str_at(o, "/metadata/uid"));
   return out;
 }
 
-class EtcdApp : public AppTest {
+class EtcdApp : public EtcdAppTest {
  protected:
   static void SetUpTestSuite() {
     const auto start = std::chrono::steady_clock::now();
@@ -83,39 +52,9 @@ class EtcdApp : public AppTest {
   }
   static void TearDownTestSuite() { stop_app(); }
 
-  // The Stack, Ready; the members of the role by ordinal.
-  static std::vector<std::string> ready_members() {
-    auto ready = wait_ready();
-    if (!ready) {
-      ADD_FAILURE() << ready.error();
-      return {};
-    }
-    return members(*ready, kRole);
-  }
-
-  static std::vector<std::string> ctl(std::vector<std::string> args) {
-    args.insert(args.begin(), "kstack-etcdctl");
-    return args;
-  }
-
-  // Waits until `pod` lists exactly `pods` as started members; returns the list.
-  static std::vector<EtcdMember> expect_membership(const std::string& pod,
-                                                   const std::vector<std::string>& pods) {
-    auto out = run_until(pod, ctl({"member", "list"}), [&](const std::string& o) {
-      return is_membership(parse_member_list(o), pods);
-    });
-    if (!out) {
-      ADD_FAILURE() << "member list through " << pod << " is not " << fmt::format("{}", pods)
-                    << ": " << out.error() << "\n"
-                    << describe();
-      return {};
-    }
-    return parse_member_list(*out);
-  }
-
   static void expect_healthy(const std::vector<std::string>& pods) {
     for (const auto& pod : pods) {
-      auto health = run(pod, ctl({"endpoint", "health"}));
+      auto health = run(pod, etcdctl({"endpoint", "health"}));
       EXPECT_TRUE(health.ok) << health.diagnosis;
     }
   }
@@ -124,7 +63,7 @@ class EtcdApp : public AppTest {
   static void expect_value(const std::string& pod, const std::string& key,
                            const std::string& value) {
     auto got = run_until(
-        pod, ctl({"get", key, "--print-value-only", "--consistency=s"}),
+        pod, etcdctl({"get", key, "--print-value-only", "--consistency=s"}),
         [&](const std::string& out) { return out == value + "\n"; }, std::chrono::seconds(30));
     EXPECT_TRUE(got) << key << " through " << pod << ": " << got.error();
   }
@@ -137,7 +76,7 @@ class EtcdApp : public AppTest {
   }
 
   static void put(const std::string& pod, const std::string& key, const std::string& value) {
-    auto done = run(pod, ctl({"put", key, value}));
+    auto done = run(pod, etcdctl({"put", key, value}));
     ASSERT_TRUE(done.ok) << done.diagnosis;
     ASSERT_EQ(done.out, "OK\n");
   }
@@ -147,7 +86,8 @@ TEST_F(EtcdApp, ThreeMembersFormOneHealthyClusterWhoseHealthIsTheReadinessProbe)
   const auto pods = ready_members();
   ASSERT_EQ(pods.size(), 3u) << describe();
   // Ready means the role's readiness probe passed: `etcdctl endpoint health` on the member.
-  for (const auto& [name, pod] : list_objects(client(), kPods, ns(), stack_selector(stack_name()))) {
+  for (const auto& [name, pod] :
+       list_objects(client(), kPods, ns(), stack_selector(stack_name()))) {
     std::string probe;
     for (const auto& c : pod.at_pointer("/spec/containers").as_array()) {
       boost::system::error_code ec;
@@ -166,7 +106,7 @@ TEST_F(EtcdApp, AKeyWrittenThroughMemberZeroIsReadThroughTheOthers) {
   ASSERT_NO_FATAL_FAILURE(put(pods[0], "/kstack/greeting", "hello from member 0"));
   expect_value(pods[1], "/kstack/greeting", "hello from member 0");
   expect_value(pods[2], "/kstack/greeting", "hello from member 0");
-  auto missing = run(pods[2], ctl({"get", "/kstack/absent", "--print-value-only"}));
+  auto missing = run(pods[2], etcdctl({"get", "/kstack/absent", "--print-value-only"}));
   ASSERT_TRUE(missing.ok) << missing.diagnosis;
   EXPECT_EQ(missing.out, "") << "a key nobody wrote";
 }
@@ -212,7 +152,7 @@ TEST_F(EtcdApp, ScalingToFiveAndBackToThreeKeepsTheClusterHealthy) {
   for (const auto& pod : pods) logs += etcdctl_log(pod);
   for (const auto& [name, id] : leaving_ids) {
     EXPECT_NE(logs.find(" member remove " + id), std::string::npos) << name << " " << id << ":\n"
-                                                                     << logs;
+                                                                    << logs;
   }
 }
 
@@ -253,8 +193,7 @@ TEST_F(EtcdApp, DeletingTheStatefulSetKeepsEveryKey) {
       kAppTimeout);
   ASSERT_TRUE(replaced) << replaced.error() << "\n" << describe();
   ASSERT_EQ(ready_members(), pods);
-  std::cout << "[ etcd ] StatefulSet deleted: Ready again after " << seconds_since(start)
-            << " s\n";
+  std::cout << "[ etcd ] StatefulSet deleted: Ready again after " << seconds_since(start) << " s\n";
 
   // The same cluster (the members restarted from their data, not a new one) with every key.
   auto ids_after = expect_membership(pods[0], pods);
@@ -279,8 +218,7 @@ TEST_F(EtcdApp, AStoppedMemberIsRestartedByItsLivenessProbeAndRejoinsWithItsData
   const auto ids_before = expect_membership(pods[0], pods);
   auto pod_before = client().get(kPods, ns(), victim);
   ASSERT_TRUE(pod_before) << pod_before.error().to_string();
-  const auto restarts_before =
-      int_at(*pod_before, "/status/containerStatuses/0/restartCount");
+  const auto restarts_before = int_at(*pod_before, "/status/containerStatuses/0/restartCount");
   ASSERT_NO_FATAL_FAILURE(put(pods[0], "/kstack/before-stop", "kept"));
   expect_value(victim, "/kstack/before-stop", "kept");
 
@@ -291,10 +229,11 @@ TEST_F(EtcdApp, AStoppedMemberIsRestartedByItsLivenessProbeAndRejoinsWithItsData
         [](const json::value& s) { return condition(s, "Ready") == "False"; }, kAppTimeout);
   });
   const auto start = std::chrono::steady_clock::now();
-  auto stopped = run(victim, {"sh", "-c",
-                              "n=0; for d in /proc/[0-9]*; do "
-                              "if [ \"$(cat \"$d/comm\" 2>/dev/null)\" = etcd ]; then "
-                              "kill -STOP \"${d#/proc/}\" && n=$((n+1)); fi; done; [ \"$n\" = 1 ]"});
+  auto stopped =
+      run(victim, {"sh", "-c",
+                   "n=0; for d in /proc/[0-9]*; do "
+                   "if [ \"$(cat \"$d/comm\" 2>/dev/null)\" = etcd ]; then "
+                   "kill -STOP \"${d#/proc/}\" && n=$((n+1)); fi; done; [ \"$n\" = 1 ]"});
   ASSERT_TRUE(stopped.ok) << "kill -STOP etcd: " << stopped.diagnosis;
 
   auto pod_unready = wait_for_object(
@@ -313,10 +252,11 @@ TEST_F(EtcdApp, AStoppedMemberIsRestartedByItsLivenessProbeAndRejoinsWithItsData
       },
       kAppTimeout);
   ASSERT_TRUE(restarted) << "liveness did not restart " << victim << ": " << restarted.error()
-                         << "\n" << describe();
+                         << "\n"
+                         << describe();
   ASSERT_EQ(ready_members(), pods);
-  std::cout << "[ etcd ] stopped member restarted, Stack Ready again after "
-            << seconds_since(start) << " s\n";
+  std::cout << "[ etcd ] stopped member restarted, Stack Ready again after " << seconds_since(start)
+            << " s\n";
 
   // Rejoined as the same member (its data, not a new member) and serves the keys itself.
   auto ids_after = expect_membership(victim, pods);

@@ -42,6 +42,7 @@
 #include "kube/exec.h"
 #include "kube/resource.h"
 #include "tests/e2e/apps/app_fixture.h"
+#include "tests/e2e/apps/etcd_members.h"
 #include "tests/testenv/process.h"
 
 namespace kstack::testenv::e2e::apps {
@@ -71,11 +72,6 @@ const std::vector<std::string> kKeys = {"/kstack/upgrade/a", "/kstack/upgrade/b"
                                         "/kstack/upgrade/c"};
 
 fs::path appdefs_dir() { return fs::path(KSTACK_SOURCE_DIR) / "appdefs"; }
-
-std::vector<std::string> ctl(std::vector<std::string> args) {
-  args.insert(args.begin(), "kstack-etcdctl");
-  return args;
-}
 
 // ---- packages and AppTypes made from the shipped etcd ----
 
@@ -392,8 +388,8 @@ class ReadPoller {
       Attempt a;
       a.start = Clock::now();
       auto done = kube::exec(client_, ns_, pod,
-                             ctl({"--command-timeout=5s", "get", key_, "--print-value-only"}), {},
-                             options, cancel_);
+                             etcdctl({"--command-timeout=5s", "get", key_, "--print-value-only"}),
+                             {}, options, cancel_);
       a.end = Clock::now();
       if (!done) {
         a.diagnosis = "exec: " + done.error().to_string();
@@ -577,7 +573,7 @@ class EtcdUpgrade : public AppTest {
   }
 
   static void put(const std::string& pod, const std::string& key, const std::string& value) {
-    auto done = run(pod, ctl({"put", key, value}));
+    auto done = run(pod, etcdctl({"put", key, value}));
     ASSERT_TRUE(done.ok) << done.diagnosis;
     ASSERT_EQ(done.out, "OK\n");
   }
@@ -587,7 +583,7 @@ class EtcdUpgrade : public AppTest {
     for (const auto& pod : pods) {
       for (const auto& key : kKeys) {
         auto got = run_until(
-            pod, ctl({"get", key, "--print-value-only", "--consistency=s"}),
+            pod, etcdctl({"get", key, "--print-value-only", "--consistency=s"}),
             [&](const std::string& out) { return out == key + "\n"; }, 30s);
         EXPECT_TRUE(got) << key << " through " << pod << ": " << got.error();
       }
@@ -597,19 +593,8 @@ class EtcdUpgrade : public AppTest {
   // etcd member name -> id, through `pod` (every member started).
   static std::map<std::string, std::string> member_ids(const std::string& pod) {
     std::map<std::string, std::string> ids;
-    auto out = run_until(pod, ctl({"member", "list"}), [&](const std::string& o) {
-      ids.clear();
-      std::istringstream lines(o);
-      for (std::string line; std::getline(lines, line);) {
-        // id, status, name, peer URLs, client URLs, is learner
-        std::vector<std::string> f;
-        std::size_t from = 0;
-        for (std::size_t at; (at = line.find(", ", from)) != std::string::npos; from = at + 2) {
-          f.push_back(line.substr(from, at - from));
-        }
-        f.push_back(line.substr(from));
-        if (f.size() == 6 && !f[2].empty() && !f[4].empty()) ids[f[2]] = f[0];
-      }
+    auto out = run_until(pod, etcdctl({"member", "list"}), [&](const std::string& o) {
+      ids = started_member_ids(parse_member_list(o));
       return ids.size() == 3;
     });
     EXPECT_TRUE(out) << "member list through " << pod << ": " << out.error();
