@@ -1,8 +1,11 @@
 #include "reconciler/controller.h"
 
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <string_view>
+#include <thread>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -98,7 +101,7 @@ informer::EventHandler enqueue_keys_of(std::function<Keys(const boost::json::val
 namespace {
 
 // policy/v1 from Kubernetes 1.21, policy/v1beta1 until 1.25: whichever the server serves.
-kube::Result<std::optional<kube::ResourceType>> discover_pdb(kube::Client& client) {
+kube::Result<std::optional<kube::ResourceType>> discover_pdb_once(kube::Client& client) {
   auto v1 = client.discover("policy/v1", "PodDisruptionBudget");
   if (v1) return std::optional<kube::ResourceType>(*v1);
   if (!v1.error().is(kube::ErrorKind::kNotFound)) return tl::unexpected(std::move(v1.error()));
@@ -109,6 +112,24 @@ kube::Result<std::optional<kube::ResourceType>> discover_pdb(kube::Client& clien
       "controller: the API server serves no PodDisruptionBudget (policy/v1 or v1beta1); "
       "roles that declare minAvailable get none");
   return std::optional<kube::ResourceType>();
+}
+
+// As above, tried again while the server cannot be reached (a transport or TLS failure, 5xx,
+// 429), as the informers' lists are, until `deadline`; a refusal (403, ...) ends it at once.
+kube::Result<std::optional<kube::ResourceType>> discover_pdb(
+    kube::Client& client, std::chrono::steady_clock::time_point deadline) {
+  auto backoff = std::chrono::milliseconds(100);
+  for (;;) {
+    auto found = discover_pdb_once(client);
+    if (found) return found;
+    const auto& e = found.error();
+    const bool transient = e.retryable() || e.is(kube::ErrorKind::kTls);
+    if (!transient || std::chrono::steady_clock::now() + backoff > deadline) return found;
+    spdlog::warn("controller: discovering PodDisruptionBudget: {}; trying again in {} ms",
+                 e.to_string(), backoff.count());
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+  }
 }
 
 }  // namespace
@@ -137,7 +158,7 @@ kube::Result<void> Controller::open_informers() {
   // Member recovery reads the members' Nodes and their claims' volumes (cluster-scoped).
   s.nodes = &f.informer(watch(kube::resources::kNodes, {}));
   s.volumes = &f.informer(watch(kube::resources::kPersistentVolumes, {}));
-  auto pdb = discover_pdb(*client_);
+  auto pdb = discover_pdb(*client_, std::chrono::steady_clock::now() + opts.sync_timeout);
   if (!pdb) {
     return kube::make_error(
         pdb.error().kind,

@@ -64,9 +64,16 @@ const std::string kRole = "member";
 // The etcd AppType as build-packages.sh installs it: the `system` catalog.
 const std::string kAppTypeNamespace = kOperatorNamespace;
 const std::string kAppTypeName = "etcd";
-// policy/v1beta1: the test control plane is Kubernetes 1.20 (policy/v1 came with 1.21).
-const kube::ResourceType kPdbs{"policy", "v1beta1", "poddisruptionbudgets", "PodDisruptionBudget",
-                               true};
+
+// The PodDisruptionBudget type the server serves, found as kstack finds it: policy/v1 from
+// Kubernetes 1.21, else policy/v1beta1 (the test control plane is 1.20).
+tl::expected<kube::ResourceType, std::string> pdb_type(kube::Client& client) {
+  auto v1 = client.discover("policy/v1", "PodDisruptionBudget");
+  if (v1) return *v1;
+  auto beta = client.discover("policy/v1beta1", "PodDisruptionBudget");
+  if (beta) return *beta;
+  return tl::unexpected(v1.error().to_string() + "; " + beta.error().to_string());
+}
 // Of 3 members, rounded up: 2, etcd's quorum.
 const std::string kMinAvailable = "51%";
 constexpr const char* kDenied = R"(admission webhook "validate.kstack.io" denied the request)";
@@ -583,6 +590,8 @@ TEST_F(EtcdStopDrain, AStoppedStackKeepsItsClaimsRefusesChangesAndResumesAsTheSa
 }
 
 TEST_F(EtcdStopDrain, DrainsKeepTheRolesMinAvailableAndAMemberWaitsForItsCordonedNode) {
+  const auto pdbs = pdb_type(client());
+  ASSERT_TRUE(pdbs) << pdbs.error();
   auto pods = ready_members();
   ASSERT_EQ(pods.size(), 3u) << describe();
   auto kubectl = kubectl_131();
@@ -609,7 +618,7 @@ TEST_F(EtcdStopDrain, DrainsKeepTheRolesMinAvailableAndAMemberWaitsForItsCordone
   const std::string pdb_name = stack_name() + "-" + kRole;
   auto start = std::chrono::steady_clock::now();
   auto pdb = wait_for_object(
-      client(), kPdbs, ns(), pdb_name,
+      client(), *pdbs, ns(), pdb_name,
       [](const json::value& p) {
         // Processed by the disruption controller, which found the three members.
         return int_at(p, "/status/observedGeneration") == int_at(p, "/metadata/generation") &&
@@ -682,7 +691,7 @@ TEST_F(EtcdStopDrain, DrainsKeepTheRolesMinAvailableAndAMemberWaitsForItsCordone
   EXPECT_EQ(node_of(pods[0]), node_a);
   expect_value(pods[0], "/kstack/before-drain", "kept");
   auto healthy = wait_for_object(
-      client(), kPdbs, ns(), pdb_name,
+      client(), *pdbs, ns(), pdb_name,
       [](const json::value& p) { return int_at(p, "/status/disruptionsAllowed") == 1; },
       kAppTimeout);
   ASSERT_TRUE(healthy) << healthy.error();
@@ -710,7 +719,7 @@ TEST_F(EtcdStopDrain, DrainsKeepTheRolesMinAvailableAndAMemberWaitsForItsCordone
       client().patch(kAppTypes, kAppTypeNamespace, kAppTypeName, kube::PatchType::kJson,
                      R"([{"op":"remove","path":"/spec/roles/0/minAvailable"}])");
   ASSERT_TRUE(undeclared) << undeclared.error().to_string();
-  auto removed = wait_for_absent(client(), kPdbs, ns(), pdb_name, kAppTimeout);
+  auto removed = wait_for_absent(client(), *pdbs, ns(), pdb_name, kAppTimeout);
   EXPECT_TRUE(removed) << removed.error();
 }
 

@@ -447,10 +447,18 @@ TEST_F(OperatorE2E, EachKindHasOneInformerSharedByTheControllerAndTheWebhook) {
   ASSERT_TRUE(ready) << ready.error();
   const std::string scraped = op.metrics();
   const std::pair<const char*, const char*> kinds[] = {
-      {"kstack.io", "stacks"},        {"kstack.io", "apptypes"},
-      {"kstack.io", "kstackconfigs"}, {"storage.k8s.io", "storageclasses"},
-      {"apps", "statefulsets"},       {"", "services"},
-      {"", "persistentvolumeclaims"}, {"", "pods"}};
+      {"kstack.io", "stacks"},
+      {"kstack.io", "apptypes"},
+      {"kstack.io", "kstackconfigs"},
+      {"storage.k8s.io", "storageclasses"},
+      {"apps", "statefulsets"},
+      {"", "services"},
+      {"", "persistentvolumeclaims"},
+      {"", "pods"},
+      // Member recovery and disruption budgets (docs/api.md "Lost nodes").
+      {"", "nodes"},
+      {"", "persistentvolumes"},
+      {"policy", "poddisruptionbudgets"}};
   for (const auto& [group, resource] : kinds) {
     EXPECT_EQ(metric_sum(
                   scraped, "kstack_informers",
@@ -459,7 +467,7 @@ TEST_F(OperatorE2E, EachKindHasOneInformerSharedByTheControllerAndTheWebhook) {
         << group << "/" << resource << " in:\n"
         << scraped;
   }
-  EXPECT_EQ(metric_sum(scraped, "kstack_informers"), 8.0) << scraped;
+  EXPECT_EQ(metric_sum(scraped, "kstack_informers"), 11.0) << scraped;
 
   // The webhook finds the AppType in the shared cache (else it refuses the Stack) and the
   // controller converges the Stack from it.
