@@ -105,9 +105,11 @@ void queue_replaced(Planning& p, std::string_view role_id, const catalog::Member
   }
 }
 
+// No duration in it: the status keeps this text, and a pass while the node stays lost must
+// find the status unchanged (the Events say how long).
 std::string lost_text(std::string_view node, const NodeHealth& h) {
-  return fmt::format("node {} has been Ready={} since {} ({} s)", node,
-                     h.status.empty() ? "Unknown" : h.status, h.since, h.lost_for.count());
+  return fmt::format("node {} has been Ready={} since {}", node,
+                     h.status.empty() ? "Unknown" : h.status, h.since);
 }
 
 class MemberRecovery {
@@ -148,8 +150,9 @@ class MemberRecovery {
       force_delete_pod(p_, pod, lost);
       note(fmt::format("{}: pod {} force-deleted; the StatefulSet makes it again on a live node{}",
                        lost, m_.pod, pvc ? fmt::format(" with claim {}", m_.pvc) : ""));
-      p_.event("Warning", "MemberRescheduled", "Recover",
-               fmt::format("member {}: {}", m_.pod, d_.recovery));
+      p_.event(
+          "Warning", "MemberRescheduled", "Recover",
+          fmt::format("member {}: {} (lost for {} s)", m_.pod, d_.recovery, h.lost_for.count()));
       p_.waiting = true;
       return;
     }
@@ -167,7 +170,7 @@ class MemberRecovery {
       p_.waiting = true;
       return;
     }
-    replace(pod, pvc, lost, volume_name);
+    replace(pod, pvc, lost, volume_name, h.lost_for);
   }
 
  private:
@@ -176,7 +179,7 @@ class MemberRecovery {
   // localStorage: Recreate. The claim first (it goes once no scheduled pod uses it), then the
   // pod; the member starts empty, and the app re-replicates to it.
   void replace(const ObjectPtr& pod, const ObjectPtr& pvc, const std::string& lost,
-               const std::string& volume_name) {
+               const std::string& volume_name, std::chrono::seconds lost_for) {
     if (!is_deleting(*pvc)) {
       const auto name = str_at(*pvc, "/metadata/name");
       Write w{Write::Op::kDelete, &res::kPersistentVolumeClaims, {}, pvc, name, {}, 0, false};
@@ -191,7 +194,7 @@ class MemberRecovery {
                     "Recreate)",
                     lost, m_.pvc, volume_name, m_.pod));
     p_.event("Warning", "MemberRescheduled", "Recover",
-             fmt::format("member {}: {}", m_.pod, d_.recovery));
+             fmt::format("member {}: {} (lost for {} s)", m_.pod, d_.recovery, lost_for.count()));
     p_.event("Warning", "ClaimRecreated", "Recover",
              fmt::format("member {}: claim {} is made again, empty; the other members get "
                          "--delnodes for it before it is set up and --addnodes after",

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include "catalog/parse.h"
 #include "kube/resource.h"
 #include "reconciler/status.h"
 #include "tests/unit/reconciler/plan_fixture.h"
@@ -175,6 +176,23 @@ TEST(PlanRecovery, ALocalClaimWithKeepWaitsForTheNodeWithAConditionAndOneEvent) 
   p = pass(l.w, setup);
   EXPECT_EQ(l.w.member(p, kPod2)->state_detail.recovery, "");
   EXPECT_EQ(condition(p, kConditionDegraded)->status, "False");
+}
+
+// The status says since when, not for how long: a pass while the node stays lost writes nothing.
+TEST(PlanRecovery, AMemberWaitingForItsNodeDoesNotRewriteTheStatusEveryPass) {
+  for (const auto* policy : {"Off", "Reschedule"}) {
+    Lost l(/*local=*/true);
+    l.policy(policy, "Keep");
+    auto setup = configured();
+    auto p = l.w.settle(setup);
+    ASSERT_FALSE(p.write_status);
+    const auto before = catalog::to_json(p.status);
+    l.w.now = "2026-11-25T00:00:30Z";  // 30 s later, the node still lost
+    p = pass(l.w, setup);
+    EXPECT_FALSE(p.write_status) << policy << ":\n"
+                                 << json::serialize(before) << "\n"
+                                 << json::serialize(catalog::to_json(p.status));
+  }
 }
 
 TEST(PlanRecovery, ALocalClaimWithRecreateGoesWithThePodAndTheOthersGetDelnodes) {
