@@ -11,6 +11,7 @@
 #include "cmd/operator.h"
 #include "cmd/operator_flags.h"
 #include "cmd/render.h"
+#include "cmd/stack_commands.h"
 #include "cmd/validate.h"
 #include "kstack_version.h"
 
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kstack: a Kubernetes operator for catalogs of stateful applications"};
   // At most one subcommand; none (bare `kstack`) prints this help, see below.
   app.require_subcommand(0, 1);
+  app.name(kstack::cmd::program_name(argc > 0 ? argv[0] : nullptr));
   app.set_version_flag("--version", fmt::format("kstack {} (commit {}, {} build)", KSTACK_VERSION,
                                                 KSTACK_GIT_COMMIT, KSTACK_BUILD_TYPE));
 
@@ -90,6 +92,9 @@ int main(int argc, char** argv) {
   import_cmd->add_flag("--strict", import_opts.strict,
                        "Fail (and print nothing) if any field is dropped or changed");
 
+  // apply, status, delete, scale: cmd/stack_commands.h.
+  kstack::cmd::StackCommands stack_commands(app);
+
   kstack::cmd::OperatorOptions op;
   auto* operator_cmd = kstack::cmd::add_operator_command(app, op);
 
@@ -110,6 +115,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cluster_info->parsed()) return kstack::cmd::cluster_info(info);
+    if (auto code = stack_commands.run()) return *code;
     if (operator_cmd->parsed()) return kstack::cmd::run_operator(op);
     if (render_cmd->parsed()) return kstack::cmd::render(render);
     if (validate_cmd->parsed()) return kstack::cmd::validate(validate_opts);
