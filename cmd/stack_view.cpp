@@ -310,9 +310,10 @@ std::vector<std::string> status_table(const json::value& stack, const PodInfos& 
       for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
     }
     for (const auto& row : table) {
-      std::string line = " ";
+      std::string line = "  ";
       for (std::size_t i = 0; i < row.size(); ++i) {
-        line += " " + (i + 1 == row.size() ? row[i] : pad(row[i], widths[i]));
+        if (i > 0) line += "  ";
+        line += i + 1 == row.size() ? row[i] : pad(row[i], widths[i]);
       }
       out.push_back(std::move(line));
     }
