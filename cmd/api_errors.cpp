@@ -41,9 +41,17 @@ std::vector<std::string> split_field_errors(const std::string& joined) {
   return out;
 }
 
+// kube::Client prefixes the server's message with the request ("PATCH /apis/...: "); a refusal
+// of the object's content reads better without it.
+std::string without_request(const std::string& message) {
+  static const std::regex request(R"(^(GET|POST|PUT|PATCH|DELETE) /\S*: )");
+  std::smatch m;
+  return std::regex_search(message, m, request) ? m.suffix().str() : message;
+}
+
 ErrorReport explain(const kube::Error& error) {
   ErrorReport r;
-  const std::string& message = error.message;
+  const std::string message = without_request(error.message);
   const auto marker = message.find(kDeniedMarker);
   if (marker != std::string::npos && message.find("admission webhook") != std::string::npos) {
     r.denied = true;

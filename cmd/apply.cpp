@@ -46,6 +46,23 @@ std::string display_name(const Manifest& m) {
                                : fmt::format("{}.{}/{}", kind, m.type->group, m.name);
 }
 
+// Whether an apply changed what the object says. Not the resourceVersion alone: re-applying
+// the same manifest moves it when only metadata.managedFields changed (the admission webhook's
+// defaults are owned by the first apply and given up by the next), and the operator writes
+// status at any time.
+bool same_content(const json::value& before, const json::value& after) {
+  auto strip = [](json::value v) {
+    if (!v.is_object()) return v;
+    v.as_object().erase("status");
+    if (auto* md = v.as_object().if_contains("metadata"); md != nullptr && md->is_object()) {
+      md->as_object().erase("managedFields");
+      md->as_object().erase("resourceVersion");
+    }
+    return v;
+  };
+  return strip(before) == strip(after);
+}
+
 void print_refusal(const std::string& what, const kube::Error& error, std::ostream& err) {
   const auto report = explain(error);
   err << fmt::format("error: {}: {}\n", what, report.headline);
@@ -144,12 +161,7 @@ int apply(const ApplyOptions& options, std::ostream& out, std::ostream& err) {
       continue;
     }
     std::string verb = "created";
-    if (before) {
-      verb = str_at(*before, "/metadata/resourceVersion") ==
-                     str_at(*applied, "/metadata/resourceVersion")
-                 ? "unchanged"
-                 : "configured";
-    }
+    if (before) verb = same_content(*before, *applied) ? "unchanged" : "configured";
     out << display_name(m) << ' ' << verb << '\n';
     if (m.type == &catalog::resources::kStacks) applied_stacks.push_back({m.ns, m.name});
   }

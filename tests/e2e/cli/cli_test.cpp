@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -377,6 +378,20 @@ spec:
         << field << "\n" << r.both();
   }
   EXPECT_TRUE(stack("denied").is_null()) << "created after all";
+  // What the API server sends for the denial (recorded in tests/unit/cmd/api_errors_test.cpp):
+  // the webhook's code and joined message, without details.causes.
+  auto manifest = catalog::parse_yaml(read_all(file));
+  ASSERT_TRUE(manifest);
+  auto raw = client_->raw(
+      "PATCH",
+      fmt::format("/apis/kstack.io/v1beta1/namespaces/{}/stacks/denied?fieldManager=kstack-cli",
+                  ns()),
+      json::serialize(*manifest), "application/apply-patch+yaml");
+  ASSERT_TRUE(raw) << raw.error().to_string();
+  std::cout << "the API server's answer: HTTP " << raw->status << " " << raw->body << "\n";
+  EXPECT_EQ(raw->status, 422);
+  EXPECT_TRUE(contains(raw->body, "denied the request: spec.roles[0].members: ")) << raw->body;
+  EXPECT_FALSE(contains(raw->body, "\"causes\"")) << raw->body;
 
   const auto schema = write("schema.yaml", R"(apiVersion: kstack.io/v1beta1
 kind: Stack
@@ -389,7 +404,12 @@ spec:
   auto s = kstack({"apply", "-f", schema.string()});
   EXPECT_EQ(s.code, 2) << s.both();
   EXPECT_TRUE(contains(s.err, "\n  spec.serviceType: Unsupported value: \"Foo\"")) << s.both();
-  EXPECT_TRUE(contains(s.err, "\n  spec.roles[0].members: Invalid value: -1")) << s.both();
+  // The API server's causes name the list, not the item.
+  EXPECT_TRUE(contains(s.err, "\n  spec.roles.members: Invalid value: -1")) << s.both();
+  EXPECT_TRUE(contains(s.err, fmt::format("error: stack.kstack.io/schema ({}:doc1): "
+                                          "Stack.kstack.io \"schema\" is invalid\n",
+                                          schema.string())))
+      << s.both();
   EXPECT_TRUE(stack("schema").is_null());
 }
 

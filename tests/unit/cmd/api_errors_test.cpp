@@ -7,14 +7,16 @@
 namespace kstack::cmd {
 namespace {
 
-// kstack's webhook denying a Stack with three problems: the API server passes the webhook's
-// message on, prefixed, with no details.causes.
+// kstack's webhook denying a Stack with five problems, as the API server answered a server-side
+// apply (recorded by tests/e2e/cli): the webhook's message passed on, prefixed, with no
+// details.causes.
 constexpr const char* kWebhookDenial =
-    R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"admission webhook \"validate.kstack.io\" denied the request: spec.roles[1].id: role \"nope\" is not a role of AppType etcd (roles: member); spec.roles[0].members: 0 is below the cardinality 1+ of role member; spec.serviceType: must be one of ClusterIP; NodePort; LoadBalancer","code":422})";
+    R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"admission webhook \"validate.kstack.io\" denied the request: spec.roles[0].members: must be at least 1 for cardinality \"1+\"; spec.roles[0].resources.requests[cpu]: is required: role \"member\" needs at least 100m (minResources); spec.roles[0].resources.requests[memory]: is required: role \"member\" needs at least 128Mi (minResources); spec.roles[0].storage: is required: role \"member\" needs persistent storage of at least 1Gi and does not support ephemeral mode; spec.roles[1].id: role \"nope\" is not defined by AppType \"etcd\"","code":422})";
 
-// The CRD's schema refusing two fields: reason Invalid with details.causes.
+// The CRD's schema refusing two fields: reason Invalid with details.causes (whose fields name
+// the list, not the item, as the API server sends them).
 constexpr const char* kSchemaInvalid =
-    R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Stack.kstack.io \"bad\" is invalid: [spec.roles[0].members: Invalid value: -1: spec.roles[0].members in body should be greater than or equal to 0, spec.serviceType: Unsupported value: \"Foo\": supported values: \"ClusterIP\", \"NodePort\", \"LoadBalancer\"]","reason":"Invalid","details":{"name":"bad","group":"kstack.io","kind":"Stack","causes":[{"reason":"FieldValueInvalid","message":"Invalid value: -1: spec.roles[0].members in body should be greater than or equal to 0","field":"spec.roles[0].members"},{"reason":"FieldValueNotSupported","message":"Unsupported value: \"Foo\": supported values: \"ClusterIP\", \"NodePort\", \"LoadBalancer\"","field":"spec.serviceType"}]},"code":422})";
+    R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Stack.kstack.io \"bad\" is invalid: [spec.roles.members: Invalid value: -1: spec.roles.members in body should be greater than or equal to 0, spec.serviceType: Unsupported value: \"Foo\": supported values: \"ClusterIP\", \"NodePort\", \"LoadBalancer\"]","reason":"Invalid","details":{"name":"bad","group":"kstack.io","kind":"Stack","causes":[{"reason":"FieldValueInvalid","message":"Invalid value: -1: spec.roles.members in body should be greater than or equal to 0","field":"spec.roles.members"},{"reason":"FieldValueNotSupported","message":"Unsupported value: \"Foo\": supported values: \"ClusterIP\", \"NodePort\", \"LoadBalancer\"","field":"spec.serviceType"}]},"code":422})";
 
 constexpr const char* kForbidden =
     R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"stacks.kstack.io \"etcd\" is forbidden: User \"bob\" cannot patch resource \"stacks\" in API group \"kstack.io\" in the namespace \"demo\"","reason":"Forbidden","details":{"name":"etcd","group":"kstack.io","kind":"stacks"},"code":403})";
@@ -25,11 +27,20 @@ TEST(Explain, AWebhookDenialIsOneLinePerFieldError) {
   EXPECT_EQ(r.headline, R"(admission webhook "validate.kstack.io" denied the request)");
   EXPECT_EQ(r.fields,
             (std::vector<std::string>{
-                R"(spec.roles[1].id: role "nope" is not a role of AppType etcd (roles: member))",
-                "spec.roles[0].members: 0 is below the cardinality 1+ of role member",
-                // "; " inside a reason does not split it: what follows is no field path.
-                "spec.serviceType: must be one of ClusterIP; NodePort; LoadBalancer",
+                R"(spec.roles[0].members: must be at least 1 for cardinality "1+")",
+                R"(spec.roles[0].resources.requests[cpu]: is required: role "member" needs at least 100m (minResources))",
+                R"(spec.roles[0].resources.requests[memory]: is required: role "member" needs at least 128Mi (minResources))",
+                R"(spec.roles[0].storage: is required: role "member" needs persistent storage of at least 1Gi and does not support ephemeral mode)",
+                R"(spec.roles[1].id: role "nope" is not defined by AppType "etcd")",
             }));
+}
+
+TEST(Explain, TheClientsRequestPrefixIsDropped) {
+  auto e = kube::error_from_response(422, kWebhookDenial);
+  e.message = "PATCH /apis/kstack.io/v1beta1/namespaces/demo/stacks/x: " + e.message;
+  auto r = explain(e);
+  EXPECT_EQ(r.headline, R"(admission webhook "validate.kstack.io" denied the request)");
+  EXPECT_EQ(r.fields.size(), 5u);
 }
 
 TEST(Explain, ASchemaRefusalIsOneLinePerCause) {
@@ -38,8 +49,8 @@ TEST(Explain, ASchemaRefusalIsOneLinePerCause) {
   EXPECT_EQ(r.headline, R"(Stack.kstack.io "bad" is invalid)");
   EXPECT_EQ(r.fields,
             (std::vector<std::string>{
-                "spec.roles[0].members: Invalid value: -1: spec.roles[0].members in body should "
-                "be greater than or equal to 0",
+                "spec.roles.members: Invalid value: -1: spec.roles.members in body should be "
+                "greater than or equal to 0",
                 R"(spec.serviceType: Unsupported value: "Foo": supported values: "ClusterIP", "NodePort", "LoadBalancer")",
             }));
 }
