@@ -147,8 +147,8 @@ int apply(const ApplyOptions& options, std::ostream& out, std::ostream& err) {
       print_refusal(fmt::format("{} ({})", display_name(m), m.where), before.error(), err);
       return kExitFailed;
     }
-    auto applied =
-        client.patch(*m.type, m.ns, m.name, kube::PatchType::kApply, json::serialize(m.object), patch);
+    auto applied = client.patch(*m.type, m.ns, m.name, kube::PatchType::kApply,
+                                json::serialize(m.object), patch);
     if (!applied) {
       print_refusal(fmt::format("{} ({})", display_name(m), m.where), applied.error(), err);
       // As kubectl: the other objects are still applied; a denial (the manifest must change)

@@ -60,8 +60,7 @@ tl::expected<std::vector<std::pair<std::string, int>>, std::string> parse_scale_
     int n = -1;
     auto [ptr, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
     if (ec != std::errc() || ptr != count.data() + count.size() || n < 0) {
-      return tl::unexpected(
-          fmt::format("\"{}\": the member count must be a whole number >= 0", a));
+      return tl::unexpected(fmt::format("\"{}\": the member count must be a whole number >= 0", a));
     }
     if (!seen.insert(role).second) {
       return tl::unexpected(fmt::format("\"{}\": role {} is named twice", a, role));

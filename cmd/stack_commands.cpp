@@ -79,11 +79,13 @@ StackCommands::StackCommands(CLI::App& app) {
   status_->add_option("-o,--output", s.output, "table, json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}));
   status_->add_flag("-w,--watch", s.watch, "Print again on every change, until interrupted");
-  status_->add_option("--timeout", s.timeout, "With --watch: stop after this long (default: never)");
+  status_->add_option("--timeout", s.timeout,
+                      "With --watch: stop after this long (default: never)");
 
   auto& d = *delete_opts_;
-  delete_ = app.add_subcommand("delete", "Delete a Stack (its members, claims kept or not as "
-                                         "its persistentVolumeClaimRetentionPolicy says)");
+  delete_ = app.add_subcommand("delete",
+                               "Delete a Stack (its members, claims kept or not as "
+                               "its persistentVolumeClaimRetentionPolicy says)");
   delete_->add_option("STACK", d.stack, "The Stack")->required();
   add_client_flags(*delete_, d.client);
   add_wait_flags(*delete_, d.wait, "Wait until the Stack is gone");

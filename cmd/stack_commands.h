@@ -29,12 +29,12 @@ namespace kstack::cmd {
 
 // Exit codes shared by the four commands (docs/cli.md "Exit codes").
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;    // a member's setup failed, the Stack is in error, or
-                                         // the API server could not be reached / refused for
-                                         // another reason than the object's content
-inline constexpr int kExitDenied = 2;    // the object was refused (admission, schema) or the
-                                         // input is unusable (file, kind, arguments)
-inline constexpr int kExitTimeout = 3;   // --wait ran out of --timeout
+inline constexpr int kExitFailed = 1;   // a member's setup failed, the Stack is in error, or
+                                        // the API server could not be reached / refused for
+                                        // another reason than the object's content
+inline constexpr int kExitDenied = 2;   // the object was refused (admission, schema) or the
+                                        // input is unusable (file, kind, arguments)
+inline constexpr int kExitTimeout = 3;  // --wait ran out of --timeout
 
 // `kstack apply --wait` waits this long unless --timeout says otherwise.
 inline constexpr std::chrono::minutes kDefaultWaitTimeout{10};
@@ -62,7 +62,7 @@ struct ApplyOptions {
 
 struct StatusOptions {
   ClientFlags client;
-  std::string stack;  // "" = every Stack of the namespace
+  std::string stack;             // "" = every Stack of the namespace
   std::string output = "table";  // table | json | yaml
   bool watch = false;
   std::string timeout = "0";  // --watch ends after this long ("0": never)

@@ -88,7 +88,8 @@ int scale(const ScaleOptions& options, std::ostream& out, std::ostream& err) {
     return exit_code(patched.error());
   }
   std::string what;
-  for (const auto& [role, n] : *requests) what += fmt::format("{}{}={}", what.empty() ? "" : " ", role, n);
+  for (const auto& [role, n] : *requests)
+    what += fmt::format("{}{}={}", what.empty() ? "" : " ", role, n);
   out << "stack.kstack.io/" << options.stack << " scaled (" << what << ")\n";
   out.flush();
   if (!options.wait.wait) return kExitOk;

@@ -105,8 +105,9 @@ std::vector<std::string> failure_lines(const json::value& member) {
   std::vector<std::string> out;
   out.push_back(or_dash(str_at(member, "/stateDetail/configErrorDetail")));
   for (const auto* stream : {"stdout", "stderr"}) {
-    const std::string field = fmt::format("/stateDetail/startScript{}Message",
-                                          std::string_view(stream) == "stdout" ? "Stdout" : "Stderr");
+    const std::string field =
+        fmt::format("/stateDetail/startScript{}Message",
+                    std::string_view(stream) == "stdout" ? "Stdout" : "Stderr");
     for (const auto& l : tail_lines(str_at(member, field), kScriptTailLines)) {
       out.push_back(fmt::format("{}: {}", stream, l));
     }
@@ -228,7 +229,8 @@ Verdict judge(const json::value& stack) {
     if (m.state != "config_error") continue;
     v.outcome = Verdict::Outcome::kFailed;
     if (v.summary.empty()) {
-      v.summary = fmt::format("stack {}: member {} (role {}) failed its setup", name, m.pod, m.role);
+      v.summary =
+          fmt::format("stack {}: member {} (role {}) failed its setup", name, m.pod, m.role);
     }
     for (const auto& l : failure_lines(*m.object)) {
       v.detail.push_back(fmt::format("member {}: {}", m.pod, l));
@@ -247,9 +249,9 @@ Verdict judge(const json::value& stack) {
     return v;
   }
   if (!current) {
-    v.summary = fmt::format("stack {}: generation {} not yet observed by the operator{}", name,
-                            or_dash(generation),
-                            observed.empty() ? "" : " (it has seen " + observed + ")");
+    v.summary =
+        fmt::format("stack {}: generation {} not yet observed by the operator{}", name,
+                    or_dash(generation), observed.empty() ? "" : " (it has seen " + observed + ")");
   } else {
     v.summary = fmt::format("stack {} not ready: Ready={} {}{}", name, or_dash(ready_status),
                             ready_reason, ready_message.empty() ? "" : ": " + ready_message);
@@ -280,13 +282,13 @@ std::vector<std::string> status_table(const json::value& stack, const PodInfos& 
                                       std::chrono::system_clock::time_point now) {
   const std::string name = str_at(stack, "/metadata/name");
   std::vector<std::string> out;
-  out.push_back(fmt::format(
-      "Stack {}/{} (app {}): {}, {} ready, {} updated{}, age {}",
-      str_at(stack, "/metadata/namespace"), name, or_dash(str_at(stack, "/spec/app")),
-      or_dash(str_at(stack, "/status/state")), ready_summary(stack),
-      or_dash(str_at(stack, "/status/updateSummary")),
-      str_at(stack, "/spec/stopped") == "true" ? ", stopped by spec" : "",
-      format_age(str_at(stack, "/metadata/creationTimestamp"), now)));
+  out.push_back(fmt::format("Stack {}/{} (app {}): {}, {} ready, {} updated{}, age {}",
+                            str_at(stack, "/metadata/namespace"), name,
+                            or_dash(str_at(stack, "/spec/app")),
+                            or_dash(str_at(stack, "/status/state")), ready_summary(stack),
+                            or_dash(str_at(stack, "/status/updateSummary")),
+                            str_at(stack, "/spec/stopped") == "true" ? ", stopped by spec" : "",
+                            format_age(str_at(stack, "/metadata/creationTimestamp"), now)));
 
   std::vector<std::vector<std::string>> table = {
       {"ROLE", "POD", "NODE", "STATE", "SETUP", "NOTIFICATION", "AGE"}};
@@ -326,8 +328,8 @@ std::vector<std::string> status_table(const json::value& stack, const PodInfos& 
   if (conditions != nullptr && !conditions->empty()) {
     out.push_back("Conditions:");
     for (const auto& c : *conditions) {
-      std::string line = fmt::format("  {}={} {}", str_at(c, "/type"), str_at(c, "/status"),
-                                     str_at(c, "/reason"));
+      std::string line =
+          fmt::format("  {}={} {}", str_at(c, "/type"), str_at(c, "/status"), str_at(c, "/reason"));
       if (const auto message = str_at(c, "/message"); !message.empty()) line += ": " + message;
       const auto since = str_at(c, "/lastTransitionTime");
       if (!since.empty()) line += fmt::format(" ({} ago)", format_age(since, now));

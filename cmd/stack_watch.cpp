@@ -1,9 +1,5 @@
 #include "cmd/stack_watch.h"
 
-#include <unistd.h>
-
-#include <sys/ioctl.h>
-
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -12,6 +8,8 @@
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "catalog/model.h"
 #include "cmd/stack_commands.h"
@@ -187,20 +185,21 @@ int wait_for_stacks(kube::Client& client, const std::vector<StackRef>& stacks, W
         verdict.outcome = gone ? Verdict::Outcome::kGone : Verdict::Outcome::kPending;
         verdict.summary = fmt::format("stack {} {}", s.name, gone ? "deleted" : "not found");
         verdict.detail.clear();
-        rows.push_back({"stack/" + s.key(), fmt::format("Stack {}: {}", s.key(), gone ? "deleted" : "not found"),
+        rows.push_back({"stack/" + s.key(),
+                        fmt::format("Stack {}: {}", s.key(), gone ? "deleted" : "not found"),
                         fmt::format("{}: {}", s.name, gone ? "deleted" : "not found")});
         done = done && gone;
         continue;
       }
-      if (changed.empty() || changed == s.key()) pods[s.key()] = list_member_pods(client, s.ns, s.name);
+      if (changed.empty() || changed == s.key())
+        pods[s.key()] = list_member_pods(client, s.ns, s.name);
       auto stack_rows = progress_rows(it->second, pods[s.key()]);
       rows.insert(rows.end(), stack_rows.begin(), stack_rows.end());
       if (goal == WaitGoal::kGone) {
         verdict.outcome = Verdict::Outcome::kPending;
-        verdict.summary = fmt::format("stack {} still exists{}", s.name,
-                                      str_at(it->second, "/metadata/deletionTimestamp").empty()
-                                          ? ""
-                                          : " (being deleted)");
+        verdict.summary = fmt::format(
+            "stack {} still exists{}", s.name,
+            str_at(it->second, "/metadata/deletionTimestamp").empty() ? "" : " (being deleted)");
         done = false;
         continue;
       }
@@ -220,8 +219,8 @@ int wait_for_stacks(kube::Client& client, const std::vector<StackRef>& stacks, W
   };
 
   std::string error;
-  const auto end = watch_stacks(client, ns, std::chrono::steady_clock::now() + timeout, on_change,
-                                error);
+  const auto end =
+      watch_stacks(client, ns, std::chrono::steady_clock::now() + timeout, on_change, error);
   if (end == WatchEnd::kError) {
     err << "error: watching Stacks: " << error << '\n';
     return kExitFailed;

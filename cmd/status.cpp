@@ -73,9 +73,9 @@ int status(const StatusOptions& options, std::ostream& out, std::ostream& err) {
     return shown;
   };
   auto missing = [&] {
-    err << (options.stack.empty() ? fmt::format("No Stacks in namespace {}.\n", ns)
-                                  : fmt::format("error: stack {} not found in namespace {}\n",
-                                                options.stack, ns));
+    err << (options.stack.empty()
+                ? fmt::format("No Stacks in namespace {}.\n", ns)
+                : fmt::format("error: stack {} not found in namespace {}\n", options.stack, ns));
   };
 
   if (!options.watch) {

@@ -6,8 +6,6 @@
 // each state (table, -o json, -o yaml, --watch), scale --wait and delete --wait, the kubectl
 // plugin name through kubectl 1.31's plugin lookup, and apply --wait in a real terminal (tmux).
 // The tests share one namespace and run in order (later ones use the Stacks of earlier ones).
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -20,6 +18,7 @@
 #include <boost/json.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "catalog/model.h"
 #include "catalog/yaml.h"
@@ -173,7 +172,8 @@ TEST_F(CliTest, ApplyWaitShowsEtcdComingUpAndExitsZeroWhenReady) {
   // Progress: every member seen before it is ready, then ready, each change once.
   for (int i = 0; i < 3; ++i) {
     const std::string pod = fmt::format("etcd-member-{}", i);
-    const std::regex ready("^etcd: member " + pod + R"( \(role member\) ready, node \S+, setup done$)");
+    const std::regex ready("^etcd: member " + pod +
+                           R"( \(role member\) ready, node \S+, setup done$)");
     const auto first = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) {
       return l.rfind("etcd: member " + pod + " ", 0) == 0;
     });
@@ -191,8 +191,9 @@ TEST_F(CliTest, ApplyWaitShowsEtcdComingUpAndExitsZeroWhenReady) {
   // Again: nothing changes, and the Stack is ready at once.
   auto again = kstack({"apply", "-f", (source_dir() / "appdefs/etcd").string(), "--wait"});
   ASSERT_EQ(again.code, 0) << again.both();
-  EXPECT_TRUE(contains(again.out, "apptype.kstack.io/etcd unchanged\nstack.kstack.io/etcd "
-                                  "unchanged\n"))
+  EXPECT_TRUE(contains(again.out,
+                       "apptype.kstack.io/etcd unchanged\nstack.kstack.io/etcd "
+                       "unchanged\n"))
       << again.out;
 }
 
@@ -243,7 +244,8 @@ TEST_F(CliTest, ApplyWaitInATerminalRedrawsTheBlockInPlace) {
     const auto headers = std::count_if(screen.begin(), screen.end(), [&](const std::string& l) {
       return l.rfind(header, 0) == 0;
     });
-    if (headers > 1) problems.push_back(fmt::format("header {} times on screen {}", headers, screens));
+    if (headers > 1)
+      problems.push_back(fmt::format("header {} times on screen {}", headers, screens));
     for (std::size_t row = 0; row < screen.size(); ++row) {
       std::istringstream in(screen[row]);
       std::string role, pod, state;
@@ -252,15 +254,17 @@ TEST_F(CliTest, ApplyWaitInATerminalRedrawsTheBlockInPlace) {
       }
     }
     last = screen;
-    const bool exited = std::any_of(screen.begin(), screen.end(), [](const std::string& l) {
-      return l.rfind("EXIT=", 0) == 0;
-    });
+    const bool exited = std::any_of(screen.begin(), screen.end(),
+                                    [](const std::string& l) { return l.rfind("EXIT=", 0) == 0; });
     if (exited || std::chrono::steady_clock::now() >= deadline) break;
     // The screen has no event to wait on: captured every 50 ms until the command has exited.
     std::this_thread::sleep_for(50ms);
   }
   std::string shown;
   for (const auto& l : last) shown += l + "\n";
+  std::cout << screens << " screens captured; tty-member-0 seen as:";
+  for (const auto& [state, row] : row_of_state) std::cout << " " << state << " (row " << row << ")";
+  std::cout << "\nlast screen:\n" << shown;
   EXPECT_TRUE(problems.empty()) << fmt::format("{}", fmt::join(problems, "\n")) << "\n" << shown;
   ASSERT_TRUE(std::find(last.begin(), last.end(), "EXIT=0") != last.end()) << shown;
   EXPECT_EQ(std::count_if(last.begin(), last.end(),
@@ -275,12 +279,14 @@ TEST_F(CliTest, ApplyWaitInATerminalRedrawsTheBlockInPlace) {
     EXPECT_EQ(std::count_if(last.begin(), last.end(),
                             [&](const std::string& l) { return std::regex_match(l, ready); }),
               1)
-        << "member " << i << "\n" << shown;
+        << "member " << i << "\n"
+        << shown;
   }
   // The member was seen in another state before it was ready, on the same row.
   ASSERT_EQ(row_of_state.count("ready"), 1u) << shown;
-  ASSERT_GE(row_of_state.size(), 2u) << "tty-member-0 only ever seen ready (" << screens
-                                     << " screens)\n" << shown;
+  ASSERT_GE(row_of_state.size(), 2u)
+      << "tty-member-0 only ever seen ready (" << screens << " screens)\n"
+      << shown;
   for (const auto& [state, row] : row_of_state) {
     EXPECT_EQ(row, row_of_state["ready"]) << "tty-member-0 " << state << " on another row\n"
                                           << shown;
@@ -299,8 +305,8 @@ TEST_F(CliTest, ApplyWaitOfAStackWhoseSetupFailsNamesTheMemberAndTheScriptsLastL
   fs::permissions(dir / "startscript", fs::perms::owner_all | fs::perms::group_read |
                                            fs::perms::group_exec | fs::perms::others_read |
                                            fs::perms::others_exec);
-  auto tar = run_command({"tar", "-C", dir.string(), "-czf", (dir / "setup.tgz").string(),
-                          "startscript"});
+  auto tar =
+      run_command({"tar", "-C", dir.string(), "-czf", (dir / "setup.tgz").string(), "startscript"});
   ASSERT_TRUE(tar && tar->ok()) << (tar ? tar->err : tar.error());
   auto cm = control_plane().kubectl({"create", "configmap", "failing-setup",
                                      "--from-file=setup.tgz=" + (dir / "setup.tgz").string(),
@@ -375,7 +381,8 @@ spec:
     EXPECT_EQ(std::count_if(err.begin(), err.end(),
                             [&](const std::string& l) { return l.rfind("  " + field, 0) == 0; }),
               1)
-        << field << "\n" << r.both();
+        << field << "\n"
+        << r.both();
   }
   EXPECT_TRUE(stack("denied").is_null()) << "created after all";
   // What the API server sends for the denial (recorded in tests/unit/cmd/api_errors_test.cpp):
@@ -418,8 +425,8 @@ spec:
 // The table for a Stack in each state the earlier tests left: etcd ready, broken with a member
 // in config_error, tty stopped (spec.stopped: true, waited for until its pods are gone).
 TEST_F(CliTest, StatusShowsEachStacksRolesMembersAndConditions) {
-  auto stopped = client_->patch(kStacks, ns(), "tty", kube::PatchType::kMerge,
-                                R"({"spec":{"stopped":true}})");
+  auto stopped =
+      client_->patch(kStacks, ns(), "tty", kube::PatchType::kMerge, R"({"spec":{"stopped":true}})");
   ASSERT_TRUE(stopped) << stopped.error().to_string();
   auto is_stopped = wait_for_object(
       *client_, kStacks, ns(), "tty",
@@ -428,8 +435,8 @@ TEST_F(CliTest, StatusShowsEachStacksRolesMembersAndConditions) {
 
   auto ready = kstack({"status", "etcd"});
   ASSERT_EQ(ready.code, 0) << ready.both();
-  EXPECT_TRUE(contains(ready.out, fmt::format("Stack {}/etcd (app etcd): ready, 3/3 ready, 3/3 updated",
-                                               ns())))
+  EXPECT_TRUE(contains(
+      ready.out, fmt::format("Stack {}/etcd (app etcd): ready, 3/3 ready, 3/3 updated", ns())))
       << ready.out;
   EXPECT_TRUE(contains(ready.out, "\n  ROLE    POD            NODE")) << ready.out;
   for (int i = 0; i < 3; ++i) {
@@ -446,8 +453,8 @@ TEST_F(CliTest, StatusShowsEachStacksRolesMembersAndConditions) {
   auto broken = kstack({"status", "broken"});
   ASSERT_EQ(broken.code, 0) << broken.both();
   const std::string broken_state = str_at(stack("broken"), "/status/state");
-  EXPECT_TRUE(contains(broken.out, fmt::format("Stack {}/broken (app failing): {}, 0/1 ready",
-                                                ns(), broken_state)))
+  EXPECT_TRUE(contains(
+      broken.out, fmt::format("Stack {}/broken (app failing): {}, 0/1 ready", ns(), broken_state)))
       << broken.out;
   auto row = row_of(broken.out, "broken-worker-0");
   ASSERT_EQ(row.size(), 7u) << broken.out;
@@ -475,8 +482,8 @@ TEST_F(CliTest, StatusShowsEachStacksRolesMembersAndConditions) {
   const auto b = all.out.find("/broken (app");
   const auto e = all.out.find("/etcd (app");
   const auto t = all.out.find("/tty (app");
-  EXPECT_TRUE(b != std::string::npos && e != std::string::npos && t != std::string::npos &&
-              b < e && e < t)
+  EXPECT_TRUE(b != std::string::npos && e != std::string::npos && t != std::string::npos && b < e &&
+              e < t)
       << all.out;
 
   auto missing = kstack({"status", "nothing"});
@@ -536,9 +543,8 @@ TEST_F(CliTest, StatusWatchStreamsAChange) {
   auto scaled = kstack({"scale", "etcd", "member=4"});
   ASSERT_EQ(scaled.code, 0) << scaled.both();
   EXPECT_EQ(scaled.out, "stack.kstack.io/etcd scaled (member=4)\n");
-  auto streamed = wait_output([](const std::string& t) {
-    return contains(t, "  member  etcd-member-3  ");
-  });
+  auto streamed =
+      wait_output([](const std::string& t) { return contains(t, "  member  etcd-member-3  "); });
   EXPECT_TRUE(contains(streamed, "  member  etcd-member-3  ")) << streamed;
   EXPECT_GE(std::count(streamed.begin(), streamed.end(), '\n'), 10);
   EXPECT_TRUE(watcher->running()) << "--watch keeps going";
@@ -582,8 +588,8 @@ TEST_F(CliTest, KubectlFindsThePluginOnPath) {
   if (const char* bin = std::getenv("KSTACK_KUBE_TOOLS_BIN"); bin != nullptr && *bin != '\0') {
     kubectl = (fs::path(bin) / "kubectl").string();
   } else {
-    auto tools = run_command({"bash", (source_dir() / "scripts/get-kube-tools.sh").string()}, {},
-                             {}, 600s);
+    auto tools =
+        run_command({"bash", (source_dir() / "scripts/get-kube-tools.sh").string()}, {}, {}, 600s);
     ASSERT_TRUE(tools && tools->ok()) << (tools ? tools->err : tools.error());
     auto dir = lines_of(tools->out);
     ASSERT_FALSE(dir.empty());
@@ -596,8 +602,8 @@ TEST_F(CliTest, KubectlFindsThePluginOnPath) {
   const EnvVars env = {{"PATH", plugin_dir.string() + ":" + (path != nullptr ? path : "")}};
   auto list = run_command({kubectl, "plugin", "list"}, env);
   ASSERT_TRUE(list) << list.error();
-  EXPECT_TRUE(contains(list->out, (plugin_dir / "kubectl-kstack").string())) << list->out
-                                                                              << list->err;
+  EXPECT_TRUE(contains(list->out, (plugin_dir / "kubectl-kstack").string()))
+      << list->out << list->err;
   auto status = run_command({kubectl, "kstack", "status", "etcd", "-n", ns(),
                              "--kubeconfig=" + control_plane().kubeconfig().string()},
                             env);

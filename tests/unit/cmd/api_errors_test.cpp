@@ -25,14 +25,15 @@ TEST(Explain, AWebhookDenialIsOneLinePerFieldError) {
   auto r = explain(kube::error_from_response(422, kWebhookDenial));
   EXPECT_TRUE(r.denied);
   EXPECT_EQ(r.headline, R"(admission webhook "validate.kstack.io" denied the request)");
-  EXPECT_EQ(r.fields,
-            (std::vector<std::string>{
-                R"(spec.roles[0].members: must be at least 1 for cardinality "1+")",
-                R"(spec.roles[0].resources.requests[cpu]: is required: role "member" needs at least 100m (minResources))",
-                R"(spec.roles[0].resources.requests[memory]: is required: role "member" needs at least 128Mi (minResources))",
-                R"(spec.roles[0].storage: is required: role "member" needs persistent storage of at least 1Gi and does not support ephemeral mode)",
-                R"(spec.roles[1].id: role "nope" is not defined by AppType "etcd")",
-            }));
+  EXPECT_EQ(
+      r.fields,
+      (std::vector<std::string>{
+          R"(spec.roles[0].members: must be at least 1 for cardinality "1+")",
+          R"(spec.roles[0].resources.requests[cpu]: is required: role "member" needs at least 100m (minResources))",
+          R"(spec.roles[0].resources.requests[memory]: is required: role "member" needs at least 128Mi (minResources))",
+          R"(spec.roles[0].storage: is required: role "member" needs persistent storage of at least 1Gi and does not support ephemeral mode)",
+          R"(spec.roles[1].id: role "nope" is not defined by AppType "etcd")",
+      }));
 }
 
 TEST(Explain, TheClientsRequestPrefixIsDropped) {
@@ -47,12 +48,13 @@ TEST(Explain, ASchemaRefusalIsOneLinePerCause) {
   auto r = explain(kube::error_from_response(422, kSchemaInvalid));
   EXPECT_TRUE(r.denied);
   EXPECT_EQ(r.headline, R"(Stack.kstack.io "bad" is invalid)");
-  EXPECT_EQ(r.fields,
-            (std::vector<std::string>{
-                "spec.roles.members: Invalid value: -1: spec.roles.members in body should be "
-                "greater than or equal to 0",
-                R"(spec.serviceType: Unsupported value: "Foo": supported values: "ClusterIP", "NodePort", "LoadBalancer")",
-            }));
+  EXPECT_EQ(
+      r.fields,
+      (std::vector<std::string>{
+          "spec.roles.members: Invalid value: -1: spec.roles.members in body should be "
+          "greater than or equal to 0",
+          R"(spec.serviceType: Unsupported value: "Foo": supported values: "ClusterIP", "NodePort", "LoadBalancer")",
+      }));
 }
 
 TEST(Explain, OtherErrorsAreNotDenialsAndKeepTheServersReason) {

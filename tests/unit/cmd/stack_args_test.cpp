@@ -18,8 +18,8 @@ TEST(ParseScaleRequests, RoleEqualsCountInOrder) {
 }
 
 TEST(ParseScaleRequests, RefusesWhatIsNotRoleEqualsWholeNumber) {
-  for (const char* bad : {"member", "=3", "member=", "member=-1", "member=2x", "member=1.5",
-                          "member=99999999999"}) {
+  for (const char* bad :
+       {"member", "=3", "member=", "member=-1", "member=2x", "member=1.5", "member=99999999999"}) {
     auto r = parse_scale_requests({bad});
     ASSERT_FALSE(r) << bad;
     EXPECT_NE(r.error().find(bad), std::string::npos) << r.error();
@@ -31,8 +31,8 @@ TEST(ParseScaleRequests, RefusesWhatIsNotRoleEqualsWholeNumber) {
 }
 
 TEST(ScalePatch, TestsTheRoleIdBeforeSettingItsMembers) {
-  auto stack = json::parse(
-      R"({"spec":{"roles":[{"id":"controller","members":1},{"id":"worker"}]}})");
+  auto stack =
+      json::parse(R"({"spec":{"roles":[{"id":"controller","members":1},{"id":"worker"}]}})");
   auto patch = scale_patch(stack, {{"worker", 4}, {"controller", 3}});
   ASSERT_TRUE(patch) << patch.error();
   EXPECT_EQ(*patch, json::parse(R"([

@@ -12,8 +12,7 @@ namespace {
 
 namespace json = boost::json;
 
-json::value member(const std::string& pod, const std::string& state,
-                   json::object detail = {}) {
+json::value member(const std::string& pod, const std::string& state, json::object detail = {}) {
   return json::object{{"pod", pod}, {"state", state}, {"stateDetail", std::move(detail)}};
 }
 
@@ -35,8 +34,8 @@ json::value stack(json::array members, json::array conditions = {}, int generati
         {"roles", json::array{json::object{{"id", "member"}, {"members", std::move(members)}}}}}}};
 }
 
-json::value condition(const std::string& type, const std::string& status,
-                      const std::string& reason, const std::string& message) {
+json::value condition(const std::string& type, const std::string& status, const std::string& reason,
+                      const std::string& message) {
   return json::object{{"type", type},
                       {"status", status},
                       {"reason", reason},
@@ -51,13 +50,13 @@ const json::object kFailedSetup{
     {"startScriptStderrMessage", "boom: cannot join\n"}};
 
 json::value three_members() {
-  return stack(json::array{member("etcd-member-0", "ready",
-                                  {{"configuringContainer", "containerd://a"},
-                                   {"lastConfiguredContainer", "containerd://a"}}),
-                           member("etcd-member-1", "creating",
-                                  {{"configuringContainer", "containerd://b"}}),
-                           member("etcd-member-2", "create_pending")},
-               json::array{condition("Ready", "False", "MembersNotReady", "1 of 3 members ready")});
+  return stack(
+      json::array{member("etcd-member-0", "ready",
+                         {{"configuringContainer", "containerd://a"},
+                          {"lastConfiguredContainer", "containerd://a"}}),
+                  member("etcd-member-1", "creating", {{"configuringContainer", "containerd://b"}}),
+                  member("etcd-member-2", "create_pending")},
+      json::array{condition("Ready", "False", "MembersNotReady", "1 of 3 members ready")});
 }
 
 const PodInfos kPods{{"etcd-member-0", {"node-a", "2026-11-27T10:00:05Z", "Running"}},
@@ -82,8 +81,9 @@ TEST(ProgressRows, ShowEachMembersStateNodeAndSetupAndTheConditions) {
                              "  member  etcd-member-2  create_pending  -",
                              "  Ready=False MembersNotReady: 1 of 3 members ready",
                          }));
-  EXPECT_EQ(rows[2].line, "etcd: member etcd-member-1 (role member) creating, node node-b, "
-                          "setup running");
+  EXPECT_EQ(rows[2].line,
+            "etcd: member etcd-member-1 (role member) creating, node node-b, "
+            "setup running");
   EXPECT_EQ(rows[3].line, "etcd: member etcd-member-2 (role member) create_pending, node -");
 }
 
@@ -122,8 +122,8 @@ TEST(Judge, AConfigErrorFailsNamingTheMemberAndTheScriptsTail) {
 }
 
 TEST(Judge, StateErrorOfTheCurrentGenerationFails) {
-  auto v = judge(stack({}, {condition("Ready", "False", "AppTypeNotFound", "no AppType x")}, 2, 2,
-                       "error"));
+  auto v = judge(
+      stack({}, {condition("Ready", "False", "AppTypeNotFound", "no AppType x")}, 2, 2, "error"));
   EXPECT_EQ(v.outcome, Verdict::Outcome::kFailed);
   EXPECT_EQ(v.summary, "stack etcd is in state error: no AppType x");
 }
@@ -132,21 +132,25 @@ TEST(StatusTable, RolesMembersPodsNodesSetupNotificationsAgesAndConditions) {
   auto s = three_members();
   auto& members =
       s.as_object()["status"].as_object()["roles"].as_array()[0].as_object()["members"].as_array();
-  members[0].as_object()["stateDetail"].as_object()["pendingNotifyCmds"] = json::array{
-      json::object{{"arguments", {"--addnodes", "--role", "member", "--fqdns", "x"}}}};
+  members[0].as_object()["stateDetail"].as_object()["pendingNotifyCmds"] =
+      json::array{json::object{{"arguments", {"--addnodes", "--role", "member", "--fqdns", "x"}}}};
   members[1].as_object()["stateDetail"].as_object()["lastNotifyError"] = "--delnodes failed";
   const auto now = std::chrono::system_clock::from_time_t(1795773700);  // 2026-11-27T10:01:40Z
   auto lines = status_table(s, kPods, now);
   ASSERT_GE(lines.size(), 6u);
   EXPECT_EQ(lines[0], "Stack demo/etcd (app etcd): creating, 1/3 ready, 3/3 updated, age 100s");
-  EXPECT_EQ(lines[1], "  ROLE    POD            NODE    STATE           SETUP    NOTIFICATION          "
-                      "     AGE");
-  EXPECT_EQ(lines[2], "  member  etcd-member-0  node-a  ready           done     pending --addnodes"
-                      "         95s");
-  EXPECT_EQ(lines[3], "  member  etcd-member-1  node-b  creating        running  failed: --delnodes "
-                      "failed  94s");
-  EXPECT_EQ(lines[4], "  member  etcd-member-2  -       create_pending  -        -                 "
-                      "         -");
+  EXPECT_EQ(lines[1],
+            "  ROLE    POD            NODE    STATE           SETUP    NOTIFICATION          "
+            "     AGE");
+  EXPECT_EQ(lines[2],
+            "  member  etcd-member-0  node-a  ready           done     pending --addnodes"
+            "         95s");
+  EXPECT_EQ(lines[3],
+            "  member  etcd-member-1  node-b  creating        running  failed: --delnodes "
+            "failed  94s");
+  EXPECT_EQ(lines[4],
+            "  member  etcd-member-2  -       create_pending  -        -                 "
+            "         -");
   EXPECT_EQ(lines[5], "Conditions:");
   EXPECT_EQ(lines[6], "  Ready=False MembersNotReady: 1 of 3 members ready (70s ago)");
 }
@@ -187,8 +191,7 @@ TEST(TerminalPainter, RewritesOnlyChangedLinesInPlace) {
   TerminalPainter painter;
   EXPECT_EQ(painter.paint({"header", "a creating", "b creating"}),
             "\x1b[2Kheader\n\x1b[2Ka creating\n\x1b[2Kb creating\n");
-  EXPECT_EQ(painter.paint({"header", "a ready", "b creating"}),
-            "\x1b[3A\r\n\x1b[2Ka ready\n\n");
+  EXPECT_EQ(painter.paint({"header", "a ready", "b creating"}), "\x1b[3A\r\n\x1b[2Ka ready\n\n");
   EXPECT_EQ(painter.paint({"header", "a ready", "b creating"}), "\x1b[3A\r\n\n\n")
       << "nothing changed: nothing rewritten";
   EXPECT_EQ(painter.paint({"header", "a ready", "b ready", "c new"}),
@@ -210,8 +213,11 @@ TEST(LinePrinter, PrintsARowOnlyWhenItChanged) {
   EXPECT_TRUE(printer.update(progress_rows(three_members(), kPods)).empty());
 
   auto later = three_members();
-  auto& members = later.as_object()["status"].as_object()["roles"].as_array()[0].as_object()
-                      ["members"].as_array();
+  auto& members = later.as_object()["status"]
+                      .as_object()["roles"]
+                      .as_array()[0]
+                      .as_object()["members"]
+                      .as_array();
   members[1].as_object()["state"] = "ready";
   members.pop_back();
   auto changed = printer.update(progress_rows(later, kPods));
