@@ -420,10 +420,24 @@ spec:
   EXPECT_TRUE(stack("schema").is_null());
 }
 
+// A Stack whose member no node takes (a nodeSelector no node matches): --wait gives up at
+// --timeout with exit 3, saying which Stack and members are not ready.
+TEST_F(CliTest, ApplyWaitTimesOutSayingWhatIsNotReady) {
+  const auto file = write("pending.yaml", etcd_stack("pending", 1) +
+                                              "    nodeSelector: {kstack.io/nowhere: \"true\"}\n");
+  auto r = kstack({"apply", "-f", file.string(), "--wait", "--timeout", "5s"});
+  EXPECT_EQ(r.code, 3) << r.both();
+  EXPECT_TRUE(contains(r.out, "stack.kstack.io/pending created\n")) << r.both();
+  EXPECT_TRUE(contains(r.err, "error: timed out after 5s waiting for readiness\n  stack pending "))
+      << r.both();
+}
+
 // ---- status ----
 
 // The table for a Stack in each state the earlier tests left: etcd ready, broken with a member
-// in config_error, tty stopped (spec.stopped: true, waited for until its pods are gone).
+// in config_error, pending creating (its member on no node), tty stopped (spec.stopped: true,
+// waited for until its pods are gone). (State `error`, an AppType gone from under a Stack, is
+// what kstack's webhook prevents; tests/unit/cmd covers how it is shown.)
 TEST_F(CliTest, StatusShowsEachStacksRolesMembersAndConditions) {
   auto stopped =
       client_->patch(kStacks, ns(), "tty", kube::PatchType::kMerge, R"({"spec":{"stopped":true}})");
@@ -432,6 +446,26 @@ TEST_F(CliTest, StatusShowsEachStacksRolesMembersAndConditions) {
       *client_, kStacks, ns(), "tty",
       [](const json::value& s) { return str_at(s, "/status/state") == "stopped"; }, kDeadline);
   ASSERT_TRUE(is_stopped) << is_stopped.error();
+
+  auto is_creating = wait_for_object(
+      *client_, kStacks, ns(), "pending",
+      [](const json::value& s) {
+        return str_at(s, "/status/state") == "creating" &&
+               !str_at(s, "/status/roles/0/members/0/state").empty();
+      },
+      kDeadline);
+  ASSERT_TRUE(is_creating) << is_creating.error();
+
+  auto creating = kstack({"status", "pending"});
+  ASSERT_EQ(creating.code, 0) << creating.both();
+  EXPECT_TRUE(
+      contains(creating.out, fmt::format("Stack {}/pending (app etcd): creating, 0/1 ready", ns())))
+      << creating.out;
+  auto unscheduled = row_of(creating.out, "pending-member-0");
+  ASSERT_EQ(unscheduled.size(), 7u) << creating.out;
+  EXPECT_EQ(unscheduled[2], "-") << "no node: " << creating.out;
+  EXPECT_EQ(unscheduled[3], str_at(*is_creating, "/status/roles/0/members/0/state"));
+  EXPECT_TRUE(contains(creating.out, "\n  Ready=False ")) << creating.out;
 
   auto ready = kstack({"status", "etcd"});
   ASSERT_EQ(ready.code, 0) << ready.both();
@@ -481,9 +515,10 @@ TEST_F(CliTest, StatusShowsEachStacksRolesMembersAndConditions) {
   ASSERT_EQ(all.code, 0) << all.both();
   const auto b = all.out.find("/broken (app");
   const auto e = all.out.find("/etcd (app");
+  const auto p = all.out.find("/pending (app");
   const auto t = all.out.find("/tty (app");
-  EXPECT_TRUE(b != std::string::npos && e != std::string::npos && t != std::string::npos && b < e &&
-              e < t)
+  EXPECT_TRUE(b != std::string::npos && e != std::string::npos && p != std::string::npos &&
+              t != std::string::npos && b < e && e < p && p < t)
       << all.out;
 
   auto missing = kstack({"status", "nothing"});
@@ -511,10 +546,11 @@ TEST_F(CliTest, StatusAsJsonAndYamlIsTheStatusWithEachMembersPod) {
   auto parsed = catalog::parse_yaml(y.out);
   ASSERT_TRUE(parsed) << parsed.error().to_string() << "\n" << y.out;
   const auto& items = parsed->at("items").as_array();
-  ASSERT_EQ(items.size(), 3u) << y.out;
+  ASSERT_EQ(items.size(), 4u) << y.out;
   EXPECT_EQ(str_at(items[1], "/name"), "etcd");
   EXPECT_EQ(str_at(items[1], "/status/roles/0/members/2/state"), "ready");
-  EXPECT_EQ(str_at(items[2], "/status/state"), "stopped");
+  EXPECT_EQ(str_at(items[2], "/status/state"), "creating");
+  EXPECT_EQ(str_at(items[3], "/status/state"), "stopped");
 }
 
 // `status --watch` streams: the first table, then another block once etcd is scaled.
