@@ -1,5 +1,6 @@
 // kstack: the operator binary. Subcommands are added as the product grows (operator,
-// validate, render, import); exceptions are handled here, at the process edge.
+// validate, render, import; apply, status, delete, scale for people: docs/cli.md); exceptions
+// are handled here, at the process edge. Run as kubectl-kstack it is the kubectl plugin.
 #include <cstdio>
 #include <exception>
 

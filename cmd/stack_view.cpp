@@ -63,16 +63,13 @@ std::string setup_of(const json::value& member) {
 std::string notification_of(const json::value& member) {
   const auto* pending = array_at(member, "/stateDetail/pendingNotifyCmds");
   if (pending != nullptr && !pending->empty()) {
-    std::string first;
-    if (const auto* args = array_at(pending->front(), "/arguments"); args != nullptr) {
-      for (const auto& a : *args) {
-        if (!a.is_string()) continue;
-        if (!first.empty()) first += ' ';
-        first += a.get_string();
-        if (first.rfind("--", 0) == 0 && first.find(' ') == std::string::npos) break;
-      }
+    // The first queued command's verb (--addnodes, --delnodes); its FQDN list is too long here.
+    std::string verb;
+    if (const auto* args = array_at(pending->front(), "/arguments");
+        args != nullptr && !args->empty() && args->front().is_string()) {
+      verb = std::string(args->front().get_string());
     }
-    return fmt::format("pending {}{}", or_dash(first),
+    return fmt::format("pending {}{}", or_dash(verb),
                        pending->size() > 1 ? fmt::format(" (+{})", pending->size() - 1) : "");
   }
   const std::string error = str_at(member, "/stateDetail/lastNotifyError");
@@ -104,10 +101,10 @@ std::vector<Member> members_of(const json::value& stack) {
 std::vector<std::string> failure_lines(const json::value& member) {
   std::vector<std::string> out;
   out.push_back(or_dash(str_at(member, "/stateDetail/configErrorDetail")));
-  for (const auto* stream : {"stdout", "stderr"}) {
-    const std::string field =
-        fmt::format("/stateDetail/startScript{}Message",
-                    std::string_view(stream) == "stdout" ? "Stdout" : "Stderr");
+  const std::pair<const char*, const char*> streams[] = {
+      {"stdout", "/stateDetail/startScriptStdoutMessage"},
+      {"stderr", "/stateDetail/startScriptStderrMessage"}};
+  for (const auto& [stream, field] : streams) {
     for (const auto& l : tail_lines(str_at(member, field), kScriptTailLines)) {
       out.push_back(fmt::format("{}: {}", stream, l));
     }
@@ -362,6 +359,11 @@ json::value status_document(const json::value& stack, const PodInfos& pods) {
 
 std::string TerminalPainter::paint(const std::vector<std::string>& lines) {
   std::vector<std::string> next = lines;
+  if (height_ > 2 && next.size() > height_ - 1) {
+    const std::size_t left_out = next.size() - (height_ - 2);
+    next.resize(height_ - 2);
+    next.push_back(fmt::format("  ... {} more lines (a taller terminal shows them)", left_out));
+  }
   if (width_ > 0) {
     for (auto& l : next) {
       if (l.size() > width_) l.resize(width_);

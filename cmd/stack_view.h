@@ -68,14 +68,18 @@ std::string format_age(const std::string& rfc3339, std::chrono::system_clock::ti
 // later ones move the cursor up to the block's first line and rewrite only the lines that
 // changed (erase line + text); unchanged lines are skipped with a newline, so nothing
 // flickers. The block never shrinks on screen (a shorter block leaves blank lines). Lines are
-// cut to `width` columns (a wrapped line would break the cursor arithmetic).
+// cut to `width` columns (a wrapped line would break the cursor arithmetic), and a block taller
+// than the terminal to `height` - 1 lines, the last saying how many were left out (the cursor
+// cannot go up past the top of the screen).
 class TerminalPainter {
  public:
-  explicit TerminalPainter(std::size_t width = 0) : width_(width) {}  // 0: no cut
+  // 0: no cut.
+  explicit TerminalPainter(std::size_t width = 0, std::size_t height = 0)
+      : width_(width), height_(height) {}
   std::string paint(const std::vector<std::string>& lines);
 
  private:
-  std::size_t width_;
+  std::size_t width_, height_;
   std::vector<std::string> shown_;
   bool painted_ = false;
 };

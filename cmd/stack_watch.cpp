@@ -155,7 +155,10 @@ Screen detect_screen() {
   s.tty = isatty(STDOUT_FILENO) != 0 && term != nullptr && std::string_view(term) != "dumb";
   if (s.tty) {
     winsize ws{};
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) s.width = ws.ws_col;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0) {
+      s.width = ws.ws_col;
+      s.height = ws.ws_row;
+    }
   }
   return s;
 }
@@ -170,7 +173,7 @@ int wait_for_stacks(kube::Client& client, const std::vector<StackRef>& stacks, W
   }
   std::map<std::string, PodInfos> pods;
   std::map<std::string, Verdict> verdicts;
-  TerminalPainter painter(screen.width);
+  TerminalPainter painter(screen.width, screen.height);
   LinePrinter printer;
   bool failed = false, done = false;
 

@@ -37,7 +37,8 @@ PodInfos list_member_pods(kube::Client& client, const std::string& ns, const std
 // Where the live view goes: a terminal (redrawn in place) or anything else (one line per change).
 struct Screen {
   bool tty = false;
-  std::size_t width = 0;  // terminal columns (0 unknown)
+  std::size_t width = 0;   // terminal columns (0 unknown)
+  std::size_t height = 0;  // terminal rows (0 unknown)
 };
 // stdout is a terminal and TERM is not "dumb".
 Screen detect_screen();

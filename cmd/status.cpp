@@ -97,7 +97,10 @@ int status(const StatusOptions& options, std::ostream& out, std::ostream& err) {
         err << "error: " << list.error().to_string() << '\n';
         return kExitFailed;
       }
-      for (const auto& item : list->at("items").as_array()) stacks[ns + "/" + name_of(item)] = item;
+      if (const auto* items = list->as_object().if_contains("items");
+          items != nullptr && items->is_array()) {
+        for (const auto& item : items->get_array()) stacks[ns + "/" + name_of(item)] = item;
+      }
     }
     auto shown = collect(stacks, "");
     if (shown.empty() && options.output == "table") {
@@ -110,7 +113,7 @@ int status(const StatusOptions& options, std::ostream& out, std::ostream& err) {
 
   // --watch: the whole block again on every change (redrawn in place on a terminal).
   const Screen screen = options.output == "table" ? detect_screen() : Screen{};
-  TerminalPainter painter(screen.width);
+  TerminalPainter painter(screen.width, screen.height);
   std::string last;
   auto on_change = [&](const StackMap& stacks, const std::string& changed) {
     auto shown = collect(stacks, changed);

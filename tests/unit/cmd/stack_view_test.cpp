@@ -200,6 +200,13 @@ TEST(TerminalPainter, RewritesOnlyChangedLinesInPlace) {
       << "a shorter block blanks the rest and keeps its height";
 }
 
+TEST(TerminalPainter, CutsABlockTallerThanTheTerminal) {
+  TerminalPainter painter(0, 4);
+  EXPECT_EQ(painter.paint({"a", "b", "c", "d", "e"}),
+            "\x1b[2Ka\n\x1b[2Kb\n\x1b[2K  ... 3 more lines (a taller terminal shows them)\n");
+  EXPECT_EQ(painter.paint({"a", "b", "c"}), "\x1b[3A\r\n\n\x1b[2Kc\n");
+}
+
 TEST(TerminalPainter, CutsLinesToTheWidth) {
   TerminalPainter painter(5);
   EXPECT_EQ(painter.paint({"0123456789"}), "\x1b[2K01234\n");
