@@ -420,6 +420,30 @@ spec:
   EXPECT_TRUE(stack("schema").is_null());
 }
 
+// A kind kstack does not apply refuses the whole input, naming file, document and kind.
+TEST_F(CliTest, AnotherKindRefusesTheWholeInputAndNothingIsApplied) {
+  const auto file = write("mixed.yaml", R"(apiVersion: v1
+kind: ConfigMap
+metadata: {name: innocent}
+data: {a: b}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: secret}
+stringData: {a: b}
+)");
+  auto r = kstack({"apply", "-f", file.string()});
+  EXPECT_EQ(r.code, 2) << r.both();
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, fmt::format("error: {}:doc2: kind Secret (apiVersion \"v1\") is not one kstack "
+                               "applies: AppType, Stack, KStackConfig (kstack.io/v1beta1) and "
+                               "ConfigMap (v1) only; use kubectl for the rest\nerror: nothing "
+                               "applied\n",
+                               file.string()));
+  auto cm = client_->get(kube::resources::kConfigMaps, ns(), "innocent");
+  EXPECT_FALSE(cm) << "applied after all";
+}
+
 // A Stack whose member no node takes (a nodeSelector no node matches): --wait gives up at
 // --timeout with exit 3, saying which Stack and members are not ready.
 TEST_F(CliTest, ApplyWaitTimesOutSayingWhatIsNotReady) {
@@ -612,6 +636,19 @@ TEST_F(CliTest, ScaleWaitAndDeleteWait) {
   auto again = kstack({"delete", "broken"});
   EXPECT_EQ(again.code, 1);
   EXPECT_EQ(again.err, fmt::format("error: stack broken not found in namespace {}\n", ns()));
+}
+
+// KUBECONFIG and the context's namespace, as kubectl: no --kubeconfig, no -n.
+TEST_F(CliTest, KubeconfigFromTheEnvironmentAndTheContextsNamespace) {
+  const auto config = control_plane().work_dir() / "cli-kubeconfig";
+  fs::copy_file(control_plane().kubeconfig(), config, fs::copy_options::overwrite_existing);
+  auto set = run_command({(control_plane().bin_dir() / "kubectl").string(), "config", "set-context",
+                          "--current", "--namespace=" + ns(), "--kubeconfig=" + config.string()});
+  ASSERT_TRUE(set && set->ok()) << (set ? set->err : set.error());
+  auto r = run_command({KSTACK_BINARY, "status", "etcd"}, {{"KUBECONFIG", config.string()}});
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
+  EXPECT_TRUE(contains(r->out, fmt::format("Stack {}/etcd (app etcd): ready", ns()))) << r->out;
 }
 
 // ---- the kubectl plugin ----
