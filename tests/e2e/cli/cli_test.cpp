@@ -262,6 +262,7 @@ TEST_F(CliTest, ApplyWaitInATerminalRedrawsTheBlockInPlace) {
   }
   std::string shown;
   for (const auto& l : last) shown += l + "\n";
+  while (shown.size() > 1 && shown[shown.size() - 2] == '\n') shown.pop_back();  // blank rows
   std::cout << screens << " screens captured; tty-member-0 seen as:";
   for (const auto& [state, row] : row_of_state) std::cout << " " << state << " (row " << row << ")";
   std::cout << "\nlast screen:\n" << shown;
