@@ -133,7 +133,8 @@ int import_manifests(const ImportOptions& options, std::ostream& out, std::ostre
     return 2;
   }
   if (options.paths.empty()) {
-    err << "kstack import: no input: give files or directories with -f\n";
+    err << "kstack import: no input: give files or directories with -f (or convert a Compose "
+           "file with `kstack import compose FILE`)\n";
     return 2;
   }
   catalog::ImportOptions conversion;

@@ -8,6 +8,7 @@
 
 #include "cmd/cluster_info.h"
 #include "cmd/import.h"
+#include "cmd/import_compose.h"
 #include "cmd/operator.h"
 #include "cmd/operator_flags.h"
 #include "cmd/render.h"
@@ -76,11 +77,12 @@ int main(int argc, char** argv) {
   std::string import_namespace;
   auto* import_cmd = app.add_subcommand(
       "import",
-      "Convert KubeDirector apps, clusters and config to AppTypes, Stacks and KStackConfig");
-  import_cmd
-      ->add_option("-f,--filename", import_opts.paths,
-                   "Files or directories (recursive: *.yaml, *.yml, *.json); - for stdin")
-      ->required();
+      "Convert KubeDirector apps, clusters and config (-f) to AppTypes, Stacks and "
+      "KStackConfig, or a Compose file (`import compose FILE`) to an AppType and a Stack");
+  // -f is required for the KubeDirector form only (checked when it runs).
+  import_cmd->add_option("-f,--filename", import_opts.paths,
+                         "KubeDirector manifests: files or directories (recursive: *.yaml, "
+                         "*.yml, *.json); - for stdin");
   import_cmd->add_option("-o,--output", import_opts.output, "Output format: yaml or json")
       ->check(CLI::IsMember({"yaml", "json"}));
   auto* import_ns = import_cmd->add_option("-n,--namespace", import_namespace,
@@ -89,6 +91,9 @@ int main(int argc, char** argv) {
                          "The operator's namespace (where the KStackConfig goes)");
   import_cmd->add_flag("--strict", import_opts.strict,
                        "Fail (and print nothing) if any field is dropped or changed");
+  import_cmd->require_subcommand(0, 1);
+  kstack::cmd::ComposeImportOptions compose_opts;
+  auto* compose_cmd = kstack::cmd::add_import_compose_command(*import_cmd, compose_opts);
 
   kstack::cmd::OperatorOptions op;
   auto* operator_cmd = kstack::cmd::add_operator_command(app, op);
@@ -113,6 +118,7 @@ int main(int argc, char** argv) {
     if (operator_cmd->parsed()) return kstack::cmd::run_operator(op);
     if (render_cmd->parsed()) return kstack::cmd::render(render);
     if (validate_cmd->parsed()) return kstack::cmd::validate(validate_opts);
+    if (compose_cmd->parsed()) return kstack::cmd::import_compose(compose_opts);
     if (import_cmd->parsed()) {
       if (import_ns->count() > 0) import_opts.namespace_name = import_namespace;
       return kstack::cmd::import_manifests(import_opts);
