@@ -222,6 +222,16 @@ struct PortUse {
   std::string app_protocol;
 };
 
+// A text where a Compose service name may stand as a host name: an environment value (a
+// value that is only the name counts), a command word (then `prev` is the word before it) or a
+// health check's shell line.
+struct HostText {
+  std::string path;
+  std::string text;
+  bool env_value = false;
+  std::string prev;
+};
+
 struct Role {
   std::string service;  // the Compose name
   std::string id;
@@ -232,8 +242,8 @@ struct Role {
   std::vector<std::string> persist_dirs;
   std::vector<std::pair<std::string, std::string>> volumes;  // named volume, path of the use
   std::vector<std::pair<std::string, std::string>> depends;  // service name, path
-  // (path, text) where another service's name would be a Compose host name.
-  std::vector<std::pair<std::string, std::string>> texts;
+  // Where a service's name would be a Compose host name (checked after all services).
+  std::vector<HostText> texts;
   std::map<std::string, std::string> limits, requests;  // from mem_limit/cpus, then deploy
   std::optional<std::int64_t> members;
 };
@@ -332,7 +342,8 @@ const std::map<std::string_view, std::string_view>& unsupported_service_keys() {
 // Variables that hold user names, passwords or database names, where a service's name is
 // usually just a name (POSTGRES_USER: postgres, WORDPRESS_DB_NAME: wordpress).
 bool not_a_host_variable(std::string_view name) {
-  auto last = name.substr(name.rfind('_') == std::string_view::npos ? 0 : name.rfind('_') + 1);
+  auto cut = name.find_last_of("_.");
+  auto last = name.substr(cut == std::string_view::npos ? 0 : cut + 1);
   std::string upper(last);
   std::transform(upper.begin(), upper.end(), upper.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
@@ -381,7 +392,7 @@ void convert_command(Role& r, const json::value& v, std::string_view field, Warn
   json::array a;
   for (std::size_t i = 0; i < words->size(); ++i) {
     a.push_back(json::string(kubelet_escape((*words)[i])));
-    r.texts.emplace_back(idx(path, i), (*words)[i]);
+    r.texts.push_back({idx(path, i), (*words)[i], false, i > 0 ? (*words)[i - 1] : ""});
   }
   r.app_role[entrypoint ? "command" : "args"] = std::move(a);
 }
@@ -394,7 +405,7 @@ void convert_environment(Role& r, const json::value& v, json::array& env, Warnin
       w.add(p, "an empty variable name; ignored");
       return;
     }
-    if (!not_a_host_variable(name)) r.texts.emplace_back(p, value);
+    if (!not_a_host_variable(name)) r.texts.push_back({p, value, true, ""});
     json::object e{{"name", name}, {"value", kubelet_escape(value)}};
     if (auto it = at.find(name); it != at.end()) {
       env[it->second] = std::move(e);
@@ -668,6 +679,22 @@ void bind_warning(std::string_view source, std::string_view target, const std::s
                           quoted(source), target));
 }
 
+// "ro", "rw,z", "nocopy": the options of a short volume syntax.
+bool volume_mode(std::string_view text) {
+  if (text.empty()) return false;
+  for (std::size_t start = 0; start <= text.size();) {
+    auto comma = text.find(',', start);
+    auto opt = text.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    if (opt != "ro" && opt != "rw" && opt != "z" && opt != "Z" && opt != "nocopy" &&
+        opt != "consistent" && opt != "cached" && opt != "delegated") {
+      return false;
+    }
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return true;
+}
+
 void convert_volumes(Role& r, const json::value& v, Warnings& w) {
   const std::string path = key(r.path, "volumes");
   const auto* a = v.if_array();
@@ -729,12 +756,12 @@ void convert_volumes(Role& r, const json::value& v, Warnings& w) {
     if (parts.size() == 1) {
       target = parts[0];
     } else if (parts.size() == 2) {
-      if (parts[1].empty() || parts[1].front() == '/') {
-        source = parts[0];
-        target = parts[1];
-      } else {  // TARGET:MODE of an anonymous volume
+      if (volume_mode(parts[1])) {  // TARGET:MODE of an anonymous volume
         target = parts[0];
         mode = parts[1];
+      } else {
+        source = parts[0];
+        target = parts[1];
       }
     } else {
       source = parts[0];
@@ -921,7 +948,7 @@ void convert_healthcheck(Role& r, const json::value& v, Warnings& w) {
     const std::string tp = key(path, "test");
     if (t->is_string()) {  // a string is CMD-SHELL
       command = {"/bin/sh", "-c", t->get_string()};
-      r.texts.emplace_back(tp, std::string(t->get_string()));
+      r.texts.push_back({tp, std::string(t->get_string()), false, ""});
     } else if (const auto* a = t->if_array(); a && !a->empty() && (*a)[0].is_string()) {
       std::string_view form = (*a)[0].get_string();
       std::vector<std::string> words;
@@ -934,13 +961,13 @@ void convert_healthcheck(Role& r, const json::value& v, Warnings& w) {
       } else if (form == "CMD" && !words.empty()) {
         for (std::size_t i = 0; i < words.size(); ++i) {
           command.push_back(json::string(words[i]));
-          r.texts.emplace_back(idx(tp, i + 1), words[i]);
+          r.texts.push_back({idx(tp, i + 1), words[i], false, i > 0 ? words[i - 1] : ""});
         }
       } else if (form == "CMD-SHELL" && !words.empty()) {
         std::string line;
         for (const auto& s : words) line += (line.empty() ? "" : " ") + s;
         command = {"/bin/sh", "-c", json::string(line)};
-        r.texts.emplace_back(idx(tp, 1), line);
+        r.texts.push_back({idx(tp, 1), line, false, ""});
       } else {
         w.add(tp, fmt::format("must start with CMD, CMD-SHELL or NONE and name a command (not "
                               "{}); no readiness probe",
@@ -1045,10 +1072,30 @@ bool hostish(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
 }
 
-// Whether `text` uses `host` as a host name: a word that is exactly it (`--replicaof redis`),
-// or it standing alone within a word after '@', '/' or '=' (`postgres://u@db/app`,
-// `--host=db`) or before ':<digit>' (`db:5432`). A heuristic: docs/compose.md "Host names".
-bool mentions(std::string_view text, std::string_view host) {
+// Whether a command word names a host in the next word: -h, or an option about hosts,
+// servers, peers or replication (--host, --replicaof, --bootstrap-server, --join, ...).
+bool host_option(std::string_view word) {
+  if (word == "-h" || word == "-H") return true;
+  if (word.empty() || word.front() != '-') return false;
+  std::string lower(word);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* hint : {"host", "replicaof", "slaveof", "server", "connect", "join", "peer",
+                           "master", "primary", "addr", "seed", "broker", "upstream"}) {
+    if (lower.find(hint) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Whether `t` uses `host` as a host name (a heuristic, docs/compose.md "Host names"): an
+// environment value that is exactly the name (REDIS_HOST: redis); a word that is exactly it
+// after a host option (--replicaof redis, -h db); or the name standing alone within a word after
+// "//", '@' or '=' (http://elasticsearch:9200, postgres://u@db/app, --host=db) or before
+// ':<digit>' (db:5432).
+bool mentions(const HostText& t, std::string_view host) {
+  if (t.env_value && t.text == host) return true;
+  std::string_view text = t.text;
+  std::string_view prev = t.prev;
   std::size_t i = 0;
   while (i < text.size()) {
     while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
@@ -1056,7 +1103,9 @@ bool mentions(std::string_view text, std::string_view host) {
     while (j < text.size() && !std::isspace(static_cast<unsigned char>(text[j]))) ++j;
     std::string_view word = text.substr(i, j - i);
     i = j;
-    if (word == host) return true;
+    if (word.empty()) break;
+    if (word == host && host_option(prev)) return true;
+    prev = word;
     for (auto pos = word.find(host); pos != std::string_view::npos;
          pos = word.find(host, pos + 1)) {
       std::size_t end = pos + host.size();
@@ -1064,9 +1113,10 @@ bool mentions(std::string_view text, std::string_view host) {
       char after = end == word.size() ? ' ' : word[end];
       if (hostish(before) || (hostish(after) && after != '.')) continue;
       if (after == '.' && end + 1 < word.size() && hostish(word[end + 1])) continue;  // db.example
+      bool url = before == '/' && pos >= 2 && word[pos - 2] == '/';
       bool port_after = after == ':' && end + 1 < word.size() &&
                         std::isdigit(static_cast<unsigned char>(word[end + 1]));
-      if (before == '@' || before == '/' || before == '=' || port_after) return true;
+      if (url || before == '@' || before == '=' || port_after) return true;
     }
   }
   return false;
@@ -1424,10 +1474,10 @@ ComposeResult convert_compose(const json::value& compose, const ComposeOptions& 
   // Host names: a Compose service name in another text is a host that kstack does not make.
   ObjectNames names(false, name, "");
   for (const auto& r : roles) {
-    for (const auto& [path, text] : r.texts) {
+    for (const auto& text : r.texts) {
       for (const auto& [svc, id] : id_of) {
         if (!mentions(text, svc)) continue;
-        w.add(path, fmt::format("mentions {}, a host name in Compose: kstack makes no host of "
+        w.add(text.path, fmt::format("mentions {}, a host name in Compose: kstack makes no host of "
                                 "that name; role {}'s members are {}, {}, ... (<stack>-<role>-<n>."
                                 "<stack>, namingScheme CrNameRole)",
                                 quoted(svc), quoted(id),
