@@ -180,6 +180,14 @@ struct AppRole {
   std::string id;
   std::string cardinality;  // "N" or "N+"; see parse_cardinality
   std::optional<std::string> image_repo_tag;
+  // The member container's command and arguments, as a Kubernetes container's: `command`
+  // replaces the image's ENTRYPOINT, `args` its CMD; run directly, never through a shell.
+  std::optional<std::vector<std::string>> command;
+  std::optional<std::vector<std::string>> args;
+  // Roles of this AppType whose every member must be ready before this role's members are
+  // first created (start order only: a later scale-up or a dependency going unready does not
+  // hold the role back).
+  std::vector<std::string> depends_on;
   PackageField config_package;
   std::optional<std::vector<std::string>> persist_dirs;
   std::optional<std::vector<std::string>> event_list;

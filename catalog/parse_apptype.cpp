@@ -67,6 +67,9 @@ AppRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
   // refused with the type named, as the API server would.
   r.cardinality = d.string(o, "cardinality", p, /*required=*/true).value_or("");
   r.image_repo_tag = d.string(o, "imageRepoTag", p);
+  r.command = d.strings(o, "command", p);
+  r.args = d.strings(o, "args", p);
+  r.depends_on = d.strings(o, "dependsOn", p).value_or(std::vector<std::string>{});
   r.config_package = decode_package(o, "configPackage", p, d);
   r.persist_dirs = d.strings(o, "persistDirs", p);
   r.event_list = d.strings(o, "eventList", p);

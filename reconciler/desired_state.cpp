@@ -26,6 +26,12 @@ json::object to_object(const catalog::StringMap& m) {
   return o;
 }
 
+json::array to_array(const std::vector<std::string>& words) {
+  json::array out;
+  for (const auto& w : words) out.push_back(json::string(w));
+  return out;
+}
+
 // Later maps win: KStackConfig's defaults, then the role's own.
 json::object merged(std::initializer_list<const catalog::StringMap*> maps) {
   json::object o;
@@ -110,22 +116,13 @@ json::object metadata(std::string_view name, const Stack& stack, json::object la
   return md;
 }
 
-json::value statefulset(const Stack& stack, const AppType& app, const KStackConfig* config,
-                        const catalog::StackRole& role, const catalog::AppRole& app_role,
-                        const std::string& image, std::int64_t replicas, const std::string& name,
-                        const std::string& headless, const json::array& ports) {
-  json::object selector{{std::string(kLabelStack), stack.metadata.name},
-                        {std::string(kLabelRole), role.id}};
-  json::object pod_labels = merged({config ? &config->spec.pod_labels : nullptr, &role.pod_labels});
-  for (auto& [k, v] : common_labels(stack, app, role.id)) pod_labels[k] = v;
-  json::object pod_annotations =
-      merged({config ? &config->spec.pod_annotations : nullptr, &role.pod_annotations});
-  pod_annotations[kAnnotationApp] = app.metadata.name;
-  if (const auto package = catalog::role_package(app, app_role)) {
-    pod_annotations[kAnnotationSetupPackage] = package_annotation(*package);
-  }
-
+// The member's `app` container; `volumes` gets the pod volumes its mounts need.
+json::object app_container(const AppType& app, const catalog::StackRole& role,
+                           const catalog::AppRole& app_role, const std::string& image,
+                           const json::array& ports, json::array& volumes) {
   json::object container{{"name", kContainerName}, {"image", image}};
+  if (app_role.command) container["command"] = to_array(*app_role.command);
+  if (app_role.args) container["args"] = to_array(*app_role.args);
   if (!ports.empty()) container["ports"] = ports;
   auto res = resources_json(role.resources);
   if (!res.empty()) container["resources"] = std::move(res);
@@ -141,10 +138,29 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
     container["securityContext"] = json::object{{"capabilities", {{"add", std::move(caps)}}}};
   }
   const bool has_storage = role.storage.has_value();
-  json::array volumes;
   auto mounts = volume_mounts(catalog::role_persist_dirs(app, app_role), has_storage, volumes);
   if (!mounts.empty()) container["volumeMounts"] = std::move(mounts);
 
+  return container;
+}
+
+json::value statefulset(const Stack& stack, const AppType& app, const KStackConfig* config,
+                        const catalog::StackRole& role, const catalog::AppRole& app_role,
+                        const std::string& image, std::int64_t replicas, const std::string& name,
+                        const std::string& headless, const json::array& ports) {
+  json::object selector{{std::string(kLabelStack), stack.metadata.name},
+                        {std::string(kLabelRole), role.id}};
+  json::object pod_labels = merged({config ? &config->spec.pod_labels : nullptr, &role.pod_labels});
+  for (auto& [k, v] : common_labels(stack, app, role.id)) pod_labels[k] = v;
+  json::object pod_annotations =
+      merged({config ? &config->spec.pod_annotations : nullptr, &role.pod_annotations});
+  pod_annotations[kAnnotationApp] = app.metadata.name;
+  if (const auto package = catalog::role_package(app, app_role)) {
+    pod_annotations[kAnnotationSetupPackage] = package_annotation(*package);
+  }
+
+  json::array volumes;
+  json::object container = app_container(app, role, app_role, image, ports, volumes);
   json::object pod_spec{{"containers", json::array{std::move(container)}}};
   if (!volumes.empty()) pod_spec["volumes"] = std::move(volumes);
   if (!role.node_selector.empty()) pod_spec["nodeSelector"] = to_object(role.node_selector);
@@ -170,7 +186,7 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
       {"updateStrategy", {{"type", "RollingUpdate"}, {"rollingUpdate", {{"partition", 0}}}}},
       {"selector", {{"matchLabels", selector}}},
       {"template", {{"metadata", std::move(template_md)}, {"spec", std::move(pod_spec)}}}};
-  if (has_storage) {
+  if (role.storage.has_value()) {
     json::object pvc_spec{{"accessModes", json::array{"ReadWriteOnce"}},
                           {"resources", {{"requests", {{"storage", role.storage->size}}}}}};
     std::optional<std::string> cls = role.storage->storage_class_name;

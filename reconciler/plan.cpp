@@ -77,6 +77,9 @@ void plan_progressing(Planning& p, bool never_ready, const std::string& summary)
                   fmt::format("{} members updated{}{}", st.update_summary,
                               p.rollout_progress.empty() ? "" : "; ", p.rollout_progress),
                   gen, now);
+  } else if (!p.start_order_wait.empty()) {
+    set_condition(st.conditions, kConditionProgressing, "True", kReasonWaitingForDependencies,
+                  fmt::format("{}; {}", summary, p.start_order_wait), gen, now);
   } else {
     const auto reason = never_ready                    ? kReasonCreating
                         : p.rollup.membership_changing ? kReasonScaling
@@ -217,6 +220,7 @@ void plan_running(Planning& p) {
   plan_claims(p);
   plan_recovery(p);
   plan_member_states(p);
+  plan_start_order(p);
   plan_rollout(p);
   plan_announce(p);
   plan_upgrade_notices(p);

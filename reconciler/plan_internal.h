@@ -86,6 +86,8 @@ struct Planning {
   bool rolling = false;          // some member does not run its role's template yet
   std::string rollout_failure;   // why the rollout stopped (UpgradeFailed), "" when it did not
   std::string rollout_progress;  // which member moves now, for Progressing's message
+  // Roles held back by dependsOn this pass, for Progressing's message ("" when none).
+  std::string start_order_wait;
   catalog::MemberStateRollup rollup;
   std::int64_t ready = 0;
   std::int64_t wanted = 0;
@@ -94,6 +96,9 @@ struct Planning {
 // plan_members.cpp
 void plan_membership(Planning& p);
 void plan_member_states(Planning& p);
+// AppType dependsOn: a role not started yet gets no pods while a role it depends on is not
+// ready (its StatefulSet at 0 replicas).
+void plan_start_order(Planning& p);
 std::vector<catalog::RoleStatus> leaving_roles(Planning& p);
 // plan_objects.cpp
 void plan_objects(Planning& p);

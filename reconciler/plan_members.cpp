@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "catalog/defaults.h"
 #include "reconciler/plan_internal.h"
@@ -222,6 +223,50 @@ void plan_member_states(Planning& p) {
       if (pod || m.state == catalog::kMemberDeletePending) p.waiting = true;
     }
   }
+}
+
+namespace {
+
+// Whether the role ran pods before: a member past create_pending, or StatefulSet replicas.
+bool started(const Planning& p, const RolePlan& role) {
+  for (const auto& m : role.status.members) {
+    if (m.state != catalog::kMemberCreatePending) return true;
+  }
+  const auto sts = live(p.snap.owned.stateful_sets, role.desired->stateful_set_name);
+  return sts && replicas_of(*sts) > 0;
+}
+
+// "db (1/3 ready)" for a dependency that is not ready yet, "" when it is.
+std::string unready(const Planning& p, const std::string& id) {
+  for (const auto& role : p.roles) {
+    if (role.id != id) continue;
+    const auto ready =
+        std::count_if(role.status.members.begin(), role.status.members.end(),
+                      [](const auto& m) { return m.state == catalog::kMemberReady; });
+    if (ready == static_cast<std::int64_t>(role.status.members.size())) return {};
+    return fmt::format("{} ({}/{} ready)", id, ready, role.status.members.size());
+  }
+  return {};  // not a role of this Stack's AppType (admission refuses it): nothing to wait for
+}
+
+}  // namespace
+
+void plan_start_order(Planning& p) {
+  if (p.stack().spec.stopped) return;
+  std::vector<std::string> waits;
+  for (auto& role : p.roles) {
+    const auto* app_role = catalog::find_role(p.app->app, role.id);
+    if (app_role == nullptr || app_role->depends_on.empty() || started(p, role)) continue;
+    std::vector<std::string> pending;
+    for (const auto& dep : app_role->depends_on) {
+      if (auto why = unready(p, dep); !why.empty()) pending.push_back(std::move(why));
+    }
+    if (pending.empty()) continue;
+    role.replicas = 0;
+    p.waiting = true;
+    waits.push_back(fmt::format("role {} waits for {}", role.id, fmt::join(pending, ", ")));
+  }
+  p.start_order_wait = fmt::format("{}", fmt::join(waits, "; "));
 }
 
 std::vector<catalog::RoleStatus> leaving_roles(Planning& p) {

@@ -40,6 +40,8 @@ inline constexpr std::string_view kReasonPaused = "Paused";
 // spec.stopped: Progressing True while the pods go, then Ready and Progressing False.
 inline constexpr std::string_view kReasonStopping = "Stopping";
 inline constexpr std::string_view kReasonStopped = "Stopped";
+// Progressing: a role's first members wait for the roles it dependsOn to be ready.
+inline constexpr std::string_view kReasonWaitingForDependencies = "WaitingForDependencies";
 // Degraded: a member's node is lost (docs/api.md "Lost nodes").
 inline constexpr std::string_view kReasonNodeLost = "NodeLost";
 // Degraded: a role declares minAvailable but the API server serves no PodDisruptionBudget.

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
+#include <map>
 #include <set>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "catalog/defaults.h"
 #include "catalog/parse.h"
@@ -207,6 +210,11 @@ void check_role(const catalog::AppType& app, const catalog::AppRole& role, const
     out.push_back(
         {child_path(p, "imageRepoTag"), "is required when spec.defaultImageRepoTag is not set"});
   }
+  if (role.command && (role.command->empty() || role.command->front().empty())) {
+    out.push_back({child_path(p, "command"),
+                   "must name the program to run (a non-empty first word); leave command out to "
+                   "run the image's entrypoint"});
+  }
   check_package(role.config_package, child_path(p, "configPackage"), out);
   check_persist_dirs(role.persist_dirs, child_path(p, "persistDirs"), out);
   check_events(role.event_list, child_path(p, "eventList"), out);
@@ -220,6 +228,53 @@ void check_role(const catalog::AppType& app, const catalog::AppRole& role, const
     out.push_back({child_path(p, "containerSpec.tty"), "requires containerSpec.stdin to be true"});
   }
   check_min_available(role.min_available, child_path(p, "minAvailable"), out);
+}
+
+// dependsOn: other roles of this AppType, each once, and no cycle (a cycle would hold every
+// role in it back for ever). A cycle is reported once, at the role where the search meets it.
+void check_depends_on(const catalog::AppTypeSpec& s, Violations& out) {
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < s.roles.size(); ++i) index.emplace(s.roles[i].id, i);
+  for (std::size_t i = 0; i < s.roles.size(); ++i) {
+    const auto& role = s.roles[i];
+    std::set<std::string> seen;
+    for (std::size_t j = 0; j < role.depends_on.size(); ++j) {
+      const auto& dep = role.depends_on[j];
+      const auto path = index_path(child_path(index_path("spec.roles", i), "dependsOn"), j);
+      if (dep == role.id) {
+        out.push_back({path, fmt::format("role \"{}\" cannot depend on itself", role.id)});
+      } else if (!index.contains(dep)) {
+        out.push_back({path, fmt::format("\"{}\" is not a role of this AppType", dep)});
+      } else if (!seen.insert(dep).second) {
+        out.push_back({path, fmt::format("duplicate role \"{}\"", dep)});
+      }
+    }
+  }
+  // Depth-first search over the valid edges: 0 unvisited, 1 on the path, 2 done.
+  std::vector<int> mark(s.roles.size(), 0);
+  std::vector<std::string> path;
+  std::function<bool(std::size_t)> visit = [&](std::size_t i) {
+    mark[i] = 1;
+    path.push_back(s.roles[i].id);
+    for (const auto& dep : s.roles[i].depends_on) {
+      auto it = index.find(dep);
+      if (it == index.end() || it->second == i) continue;
+      if (mark[it->second] == 1) {
+        path.push_back(dep);
+        auto from = std::find(path.begin(), path.end(), dep);
+        out.push_back({child_path(index_path("spec.roles", i), "dependsOn"),
+                       fmt::format("cycle: {}", fmt::join(from, path.end(), " -> "))});
+        return true;
+      }
+      if (mark[it->second] == 0 && visit(it->second)) return true;
+    }
+    path.pop_back();
+    mark[i] = 2;
+    return false;
+  };
+  for (std::size_t i = 0; i < s.roles.size(); ++i) {
+    if (mark[i] == 0 && visit(i)) return;
+  }
 }
 
 void check_service(const catalog::AppService& s, const std::string& p, Violations& out) {
@@ -319,6 +374,7 @@ Violations validate_apptype(const catalog::AppType& app) {
     ids.push_back(s.roles[i].id);
   }
   check_unique(ids, "spec.roles", "id", "role id", out);
+  check_depends_on(s, out);
   ids.clear();
   for (std::size_t i = 0; i < s.services.size(); ++i) {
     check_service(s.services[i], index_path("spec.services", i), out);

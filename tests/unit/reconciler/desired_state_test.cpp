@@ -262,6 +262,33 @@ TEST_F(DesiredStateTest, TheRolesProbesAreCopiedOntoTheAppContainer) {
   EXPECT_FALSE(proxy.as_object().contains("startupProbe"));
 }
 
+TEST_F(DesiredStateTest, TheRolesCommandAndArgsGoOntoTheAppContainerAsTheyAre) {
+  std::string text = kApp;
+  const std::string anchor = "    cardinality: \"3+\"\n";
+  text.insert(text.find(anchor) + anchor.size(),
+              "    command: [kv-server, --data, /var/lib/kv]\n"
+              "    args: [\"--name=$(POD_NAME)\", \"a b; rm -rf /\", \"\"]\n");
+  auto app2 = catalog::parse_apptype_yaml(text);
+  ASSERT_TRUE(app2) << app2.error().to_string();
+  auto d = desired_state(stack, *app2, nullptr);
+  ASSERT_TRUE(d) << d.error().to_string();
+  const auto& c = d->roles[0].stateful_set.at_pointer("/spec/template/spec/containers/0");
+  EXPECT_EQ(c.at("command"), (json::array{"kv-server", "--data", "/var/lib/kv"}));
+  // Words stay words: nothing is joined or handed to a shell.
+  EXPECT_EQ(c.at("args"), (json::array{"--name=$(POD_NAME)", "a b; rm -rf /", ""}));
+  // A role without them runs the image's entrypoint: no empty lists are written.
+  const auto& proxy = d->roles[1].stateful_set.at_pointer("/spec/template/spec/containers/0");
+  EXPECT_FALSE(proxy.as_object().contains("command"));
+  EXPECT_FALSE(proxy.as_object().contains("args"));
+  // The template changes with them, so a new command rolls the members.
+  auto plain = desired_state(stack, app, nullptr);
+  ASSERT_TRUE(plain);
+  EXPECT_NE(
+      str(d->roles[0].stateful_set, "/spec/template/metadata/annotations/kstack.io~1template-hash"),
+      str(plain->roles[0].stateful_set,
+          "/spec/template/metadata/annotations/kstack.io~1template-hash"));
+}
+
 TEST_F(DesiredStateTest, RoleUnknownToTheAppIsAnErrorNamingTheField) {
   stack.spec.roles[1].id = "ghost";
   auto d = desired_state(stack, app, nullptr);

@@ -127,6 +127,26 @@ INSTANTIATE_TEST_SUITE_P(
              "spec.roles[1].minAvailable", "with N between 1 and 100"},
         Case{"MinAvailableBoolean", set("/spec/roles/0/minAvailable", true),
              "spec.roles[0].minAvailable", "must be an integer or a string, not a boolean"},
+        Case{"CommandWithoutWords", set("/spec/roles/0/command", json::array{}),
+             "spec.roles[0].command", "must name the program to run"},
+        Case{"CommandWithAnEmptyProgram", set("/spec/roles/1/command", json::array{"", "x"}),
+             "spec.roles[1].command", "must name the program to run"},
+        Case{"CommandAsOneString", set("/spec/roles/0/command", "redis-server --port 1"),
+             "spec.roles[0].command", "must be an array"},
+        Case{"ArgsNotStrings", set("/spec/roles/0/args", json::array{"--port", 6379}),
+             "spec.roles[0].args[1]", "must be a string"},
+        Case{"DependsOnItself", set("/spec/roles/0/dependsOn", json::array{"seed"}),
+             "spec.roles[0].dependsOn[0]", "role \"seed\" cannot depend on itself"},
+        Case{"DependsOnAnUnknownRole", set("/spec/roles/1/dependsOn", json::array{"seed", "db"}),
+             "spec.roles[1].dependsOn[1]", "\"db\" is not a role of this AppType"},
+        Case{"DependsOnTwice", set("/spec/roles/1/dependsOn", json::array{"seed", "seed"}),
+             "spec.roles[1].dependsOn[1]", "duplicate role \"seed\""},
+        Case{"DependsOnInACycle",
+             [](json::value& a) {
+               put(a, "/spec/roles/0/dependsOn", json::array{"worker"});
+               put(a, "/spec/roles/1/dependsOn", json::array{"seed"});
+             },
+             "spec.roles[1].dependsOn", "cycle: seed -> worker -> seed"},
         Case{"DuplicateRoleId", set("/spec/roles/1/id", "seed"), "spec.roles[1].id",
              "duplicate role id \"seed\""},
         Case{"DuplicateServiceId", set("/spec/services/1/id", "cql"), "spec.services[1].id",
@@ -274,6 +294,14 @@ INSTANTIATE_TEST_SUITE_P(
              ""},
         Case{"HighestPort", set("/spec/services/0/endpoint/port", 65535), "", ""},
         Case{"ExactCardinality", set("/spec/roles/0/cardinality", "3"), "", ""},
+        Case{"CommandAndArgs",
+             [](json::value& a) {
+               put(a, "/spec/roles/0/command", json::array{"redis-server"});
+               put(a, "/spec/roles/0/args", json::array{"--port", "6379", ""});
+               put(a, "/spec/roles/1/args", json::array{});
+             },
+             "", ""},
+        Case{"DependsOnAnotherRole", set("/spec/roles/1/dependsOn", json::array{"seed"}), "", ""},
         Case{"IntegerQuantities", set("/spec/roles/0/minResources/cpu", 2), "", ""},
         Case{"UpgradeFromOtherAppTypes",
              set("/spec/upgradeFrom", json::array{"cassandra-3", "cassandra.v2"}), "", ""},
