@@ -194,7 +194,8 @@ void interpolate_tree(json::value& v, const std::string& path, Warnings& w, std:
   if (auto* s = v.if_string()) {
     if (s->find('$') != json::string::npos) *s = interpolate(*s, path, w);
   } else if (auto* a = v.if_array()) {
-    for (std::size_t i = 0; i < a->size(); ++i) interpolate_tree((*a)[i], idx(path, i), w, depth + 1);
+    for (std::size_t i = 0; i < a->size(); ++i)
+      interpolate_tree((*a)[i], idx(path, i), w, depth + 1);
   } else if (auto* o = v.if_object()) {
     for (auto& [k, child] : *o) {
       if (is_extension(k)) continue;
@@ -251,17 +252,20 @@ struct Role {
 // Every service key of the Compose Specification kstack does not carry, with the reason.
 const std::map<std::string_view, std::string_view>& unsupported_service_keys() {
   static const std::map<std::string_view, std::string_view> keys{
-      {"annotations", "container annotations are not carried (pod annotations are the Stack's "
-                      "spec.roles[].podAnnotations)"},
+      {"annotations",
+       "container annotations are not carried (pod annotations are the Stack's "
+       "spec.roles[].podAnnotations)"},
       {"attach", "has no kstack equivalent; ignored"},
       {"blkio_config", "block IO limits have no kstack equivalent; ignored"},
-      {"cap_add", "capabilities are not carried per role (an AppType's spec.capabilities adds "
-                  "them to every role); ignored"},
+      {"cap_add",
+       "capabilities are not carried per role (an AppType's spec.capabilities adds "
+       "them to every role); ignored"},
       {"cap_drop", "has no kstack equivalent; ignored"},
       {"cgroup", "has no kstack equivalent; ignored"},
       {"cgroup_parent", "has no kstack equivalent; ignored"},
-      {"configs", "Compose configs are not carried: put the file in a ConfigMap and mount or "
-                  "deliver it yourself (or in a setup package); ignored"},
+      {"configs",
+       "Compose configs are not carried: put the file in a ConfigMap and mount or "
+       "deliver it yourself (or in a setup package); ignored"},
       {"container_name", "kstack names the member pods <stack>-<role>-<n>; ignored"},
       {"cpu_count", "use deploy.resources; ignored"},
       {"cpu_percent", "use deploy.resources; ignored"},
@@ -279,39 +283,46 @@ const std::map<std::string_view, std::string_view>& unsupported_service_keys() {
       {"dns_opt", "members use the cluster's DNS; ignored"},
       {"dns_search", "members use the cluster's DNS; ignored"},
       {"domainname", "has no kstack equivalent; ignored"},
-      {"env_file", "env files are not read: put the variables in `environment` (or in the "
-                   "Stack's spec.roles[].env); ignored"},
+      {"env_file",
+       "env files are not read: put the variables in `environment` (or in the "
+       "Stack's spec.roles[].env); ignored"},
       {"extends", "extends is not followed: merge the service into this file first; ignored"},
       {"external_links", "has no kstack equivalent; ignored"},
       {"extra_hosts", "not carried: the members' /etc/hosts is the pod's; ignored"},
-      {"gpus", "GPU requests are not carried (add them to the Stack's spec.roles[].resources); "
-               "ignored"},
+      {"gpus",
+       "GPU requests are not carried (add them to the Stack's spec.roles[].resources); "
+       "ignored"},
       {"group_add", "has no kstack equivalent; ignored"},
       {"hostname", "a member's host name is its pod name, <stack>-<role>-<n>; ignored"},
       {"init", "has no kstack equivalent; ignored"},
       {"ipc", "has no kstack equivalent; ignored"},
       {"isolation", "has no kstack equivalent; ignored"},
       {"label_file", "container labels are not carried; ignored"},
-      {"labels", "container labels are not carried (pod labels are the Stack's "
-                 "spec.roles[].podLabels); ignored"},
-      {"links", "links are not carried: a service is not a host name in kstack (see the "
-                "other warnings and docs/compose.md \"Host names\"); ignored"},
-      {"logging", "logging drivers are not carried: container output goes to the cluster's "
-                  "logs (kubectl logs); ignored"},
+      {"labels",
+       "container labels are not carried (pod labels are the Stack's "
+       "spec.roles[].podLabels); ignored"},
+      {"links",
+       "links are not carried: a service is not a host name in kstack (see the "
+       "other warnings and docs/compose.md \"Host names\"); ignored"},
+      {"logging",
+       "logging drivers are not carried: container output goes to the cluster's "
+       "logs (kubectl logs); ignored"},
       {"mac_address", "has no kstack equivalent; ignored"},
       {"mem_swappiness", "has no kstack equivalent; ignored"},
       {"memswap_limit", "has no kstack equivalent; ignored"},
       {"models", "has no kstack equivalent; ignored"},
       {"network_mode", "members use the pod network; ignored"},
-      {"networks", "Compose networks have no kstack equivalent: every member can reach every "
-                   "other member of the cluster; ignored"},
+      {"networks",
+       "Compose networks have no kstack equivalent: every member can reach every "
+       "other member of the cluster; ignored"},
       {"oom_kill_disable", "has no kstack equivalent; ignored"},
       {"oom_score_adj", "has no kstack equivalent; ignored"},
       {"pid", "has no kstack equivalent; ignored"},
       {"pids_limit", "has no kstack equivalent; ignored"},
       {"platform", "the node's platform is used; ignored"},
-      {"post_start", "lifecycle hooks are not carried (a setup package's startscript runs "
-                     "after start); ignored"},
+      {"post_start",
+       "lifecycle hooks are not carried (a setup package's startscript runs "
+       "after start); ignored"},
       {"pre_stop", "lifecycle hooks are not carried; ignored"},
       {"privileged", "privileged containers are not carried; ignored"},
       {"profiles", "profiles are not carried: every service becomes a role; ignored"},
@@ -319,8 +330,9 @@ const std::map<std::string_view, std::string_view>& unsupported_service_keys() {
       {"pull_policy", "the cluster's image pull policy applies; ignored"},
       {"read_only", "a read-only root file system is not carried; ignored"},
       {"runtime", "has no kstack equivalent; ignored"},
-      {"secrets", "Compose secrets are not carried: create a Kubernetes Secret and reference it "
-                  "yourself; ignored"},
+      {"secrets",
+       "Compose secrets are not carried: create a Kubernetes Secret and reference it "
+       "yourself; ignored"},
       {"security_opt", "has no kstack equivalent; ignored"},
       {"shm_size", "has no kstack equivalent; ignored"},
       {"stop_grace_period", "the pod's termination grace period (30 s) applies; ignored"},
@@ -351,12 +363,14 @@ bool not_a_host_variable(std::string_view name) {
          upper == "DB" || upper == "DATABASE" || upper == "NAME";
 }
 
-std::optional<std::vector<std::string>> command_words(const json::value& v,
-                                                      const std::string& path, Warnings& w) {
+std::optional<std::vector<std::string>> command_words(const json::value& v, const std::string& path,
+                                                      Warnings& w) {
   if (v.is_string()) {
     auto words = split_command(v.get_string());
-    if (!words) w.add(path, "unclosed quote or trailing backslash: cannot be split into words; "
-                            "ignored");
+    if (!words)
+      w.add(path,
+            "unclosed quote or trailing backslash: cannot be split into words; "
+            "ignored");
     return words;
   }
   if (const auto* a = v.if_array()) {
@@ -383,8 +397,9 @@ void convert_command(Role& r, const json::value& v, std::string_view field, Warn
   const bool entrypoint = field == "entrypoint";
   if (words->empty()) {
     if (entrypoint) {
-      w.add(path, "an empty entrypoint (which clears the image's) cannot be expressed: the "
-                  "image's entrypoint stays; ignored");
+      w.add(path,
+            "an empty entrypoint (which clears the image's) cannot be expressed: the "
+            "image's entrypoint stays; ignored");
     }
     // An empty command leaves the image's CMD, as no `args`.
     return;
@@ -645,7 +660,8 @@ std::string persist_dir(std::string_view target) {
   if (d.find("//") != std::string::npos) return {};
   for (std::size_t start = 1; start <= d.size();) {
     auto end = d.find('/', start);
-    auto part = std::string_view(d).substr(start, (end == std::string::npos ? d.size() : end) - start);
+    auto part =
+        std::string_view(d).substr(start, (end == std::string::npos ? d.size() : end) - start);
     if (part == "." || part == "..") return {};
     if (end == std::string::npos) break;
     start = end + 1;
@@ -727,8 +743,9 @@ void convert_volumes(Role& r, const json::value& v, Warnings& w) {
         if (k == "type" || k == "source" || k == "target" || is_extension(k)) continue;
         if (k == "read_only") {
           if (val.is_bool() && val.get_bool()) {
-            w.add(key(p, k), "read-only mounts are not carried: the member's claim is mounted "
-                             "read-write");
+            w.add(key(p, k),
+                  "read-only mounts are not carried: the member's claim is mounted "
+                  "read-write");
           }
           continue;
         }
@@ -893,14 +910,17 @@ void convert_deploy(Role& r, const json::value& v, Warnings& w) {
     } else if (k == "restart_policy") {
       w.add(p, "kstack always restarts a member's container (restartPolicy Always); ignored");
     } else if (k == "placement") {
-      w.add(p, "placement is not carried (use the Stack's spec.roles[].nodeSelector, affinity "
-               "or tolerations); ignored");
+      w.add(p,
+            "placement is not carried (use the Stack's spec.roles[].nodeSelector, affinity "
+            "or tolerations); ignored");
     } else if (k == "update_config" || k == "rollback_config") {
-      w.add(p, "kstack rolls members one at a time (the Stack's spec.roles[].maxUnavailable); "
-               "ignored");
+      w.add(p,
+            "kstack rolls members one at a time (the Stack's spec.roles[].maxUnavailable); "
+            "ignored");
     } else if (k == "labels") {
-      w.add(p, "service labels are not carried (the Stack's spec.roles[].serviceLabels); "
-               "ignored");
+      w.add(p,
+            "service labels are not carried (the Stack's spec.roles[].serviceLabels); "
+            "ignored");
     } else if (k == "endpoint_mode") {
       w.add(p, "kstack gives each role a headless Service and each member a Service; ignored");
     } else if (!is_extension(k)) {
@@ -975,13 +995,15 @@ void convert_healthcheck(Role& r, const json::value& v, Warnings& w) {
         return;
       }
     } else {
-      w.add(tp, "must be a string or a list starting with CMD, CMD-SHELL or NONE; no readiness "
-                "probe");
+      w.add(tp,
+            "must be a string or a list starting with CMD, CMD-SHELL or NONE; no readiness "
+            "probe");
       return;
     }
   } else {
-    w.add(path, "has no test: the image's own HEALTHCHECK is not known to kstack; no readiness "
-                "probe");
+    w.add(path,
+          "has no test: the image's own HEALTHCHECK is not known to kstack; no readiness "
+          "probe");
     return;
   }
   if (none) return;
@@ -1005,8 +1027,9 @@ void convert_healthcheck(Role& r, const json::value& v, Warnings& w) {
         probe["failureThreshold"] = *n;
       }
     } else if (k == "start_interval") {
-      w.add(p, "has no probe equivalent (the probe runs every interval from the start); "
-               "ignored");
+      w.add(p,
+            "has no probe equivalent (the probe runs every interval from the start); "
+            "ignored");
     } else {
       w.add(p, "unknown key; ignored");
     }
@@ -1043,17 +1066,19 @@ void convert_depends_on(Role& r, const json::value& v, Warnings& w) {
         if (k == "condition") {
           auto c = scalar_text(val).value_or("");
           if (c == "service_completed_successfully") {
-            w.add(kp, "service_completed_successfully has no kstack equivalent (members run "
-                      "until stopped and are restarted when they exit): the dependency is "
-                      "dropped, the role starts without waiting");
+            w.add(kp,
+                  "service_completed_successfully has no kstack equivalent (members run "
+                  "until stopped and are restarted when they exit): the dependency is "
+                  "dropped, the role starts without waiting");
             keep = false;
           } else if (c != "service_started" && c != "service_healthy") {
             w.add(kp, fmt::format("unknown condition {}; taken as service_started", quoted(c)));
           }
         } else if (k == "restart") {
           if (val.is_bool() && val.get_bool()) {
-            w.add(kp, "kstack does not restart a role when a role it depends on is updated; "
-                      "ignored");
+            w.add(kp,
+                  "kstack does not restart a role when a role it depends on is updated; "
+                  "ignored");
           }
         } else if (k == "required") {
           if (val.is_bool() && !val.get_bool()) {
@@ -1144,8 +1169,9 @@ Role convert_service(const std::string& name, const json::object& svc, const std
       }
     } else if (k == "build") {
       if (svc.contains("image")) {
-        w.add(p, "kstack builds no images: the role runs `image`, which must be pushed where "
-                 "the cluster pulls from; ignored");
+        w.add(p,
+              "kstack builds no images: the role runs `image`, which must be pushed where "
+              "the cluster pulls from; ignored");
       }  // without an image the conversion fails (below), naming build
     } else if (k == "command" || k == "entrypoint") {
       convert_command(r, val, k, w);
@@ -1234,8 +1260,9 @@ void top_level_warnings(const json::object& file, Warnings& w) {
           if (is_extension(opt)) continue;
           std::string p = key(key(k, name), opt);
           if (opt == "external") {
-            w.add(p, "kstack makes each member its own claim: an existing volume is not "
-                     "attached; ignored");
+            w.add(p,
+                  "kstack makes each member its own claim: an existing volume is not "
+                  "attached; ignored");
           } else if (opt == "name") {
             w.add(p, "claims are named data-<stack>-<role>-<n>; ignored");
           } else {
@@ -1247,8 +1274,9 @@ void top_level_warnings(const json::object& file, Warnings& w) {
       }
     } else if (k == "networks") {
       if (val.is_object() && !val.get_object().empty()) {
-        w.add(k, "Compose networks have no kstack equivalent: every member can reach every "
-                 "other member of the cluster; ignored");
+        w.add(k,
+              "Compose networks have no kstack equivalent: every member can reach every "
+              "other member of the cluster; ignored");
       }
     } else if (k == "secrets") {
       w.add(k, "Compose secrets are not carried: create Kubernetes Secrets yourself; ignored");
@@ -1358,8 +1386,8 @@ std::optional<std::int64_t> parse_compose_duration(std::string_view text) {
     while (i < text.size() && !std::isdigit(static_cast<unsigned char>(text[i])) && text[i] != '.')
       ++i;
     std::string_view unit = text.substr(ustart, i - ustart);
-    auto it = std::find_if(units.begin(), units.end(),
-                           [&](const auto& u) { return u.first == unit; });
+    auto it =
+        std::find_if(units.begin(), units.end(), [&](const auto& u) { return u.first == unit; });
     if (it == units.end()) return std::nullopt;
     total += std::stod(number) * it->second;
     if (total > static_cast<double>(kMax) / 2) return std::nullopt;
@@ -1406,8 +1434,8 @@ ComposeResult convert_compose(const json::value& compose, const ComposeOptions& 
   }
   std::string name = sanitize_dns_label(raw_name);
   if (name.empty()) {
-    return fail(fmt::format("no usable name from {} ({}): give --name", name_source,
-                            quoted(raw_name)));
+    return fail(
+        fmt::format("no usable name from {} ({}): give --name", name_source, quoted(raw_name)));
   }
   if (name != raw_name) {
     w.add(name_source == "name" ? "name" : "",
@@ -1427,16 +1455,16 @@ ComposeResult convert_compose(const json::value& compose, const ComposeOptions& 
   for (const auto& [svc, spec] : services->get_object()) {
     if (is_extension(svc)) continue;
     std::string id = role_id_for(svc);
-    if (id.empty()) return fail(fmt::format("services.{}: no role id can be made of this name", svc));
+    if (id.empty())
+      return fail(fmt::format("services.{}: no role id can be made of this name", svc));
     if (auto it = service_of.find(id); it != service_of.end()) {
-      return fail(fmt::format("services.{}: its role id {} is also the role id of service {}",
-                              svc, quoted(id), quoted(it->second)));
+      return fail(fmt::format("services.{}: its role id {} is also the role id of service {}", svc,
+                              quoted(id), quoted(it->second)));
     }
     service_of[id] = svc;
     id_of[svc] = id;
     if (id != std::string(svc)) {
-      w.add(key("services", svc),
-            fmt::format("role id {} (a role id is a DNS label)", quoted(id)));
+      w.add(key("services", svc), fmt::format("role id {} (a role id is a DNS label)", quoted(id)));
     }
   }
 
@@ -1477,12 +1505,13 @@ ComposeResult convert_compose(const json::value& compose, const ComposeOptions& 
     for (const auto& text : r.texts) {
       for (const auto& [svc, id] : id_of) {
         if (!mentions(text, svc)) continue;
-        w.add(text.path, fmt::format("mentions {}, a host name in Compose: kstack makes no host of "
-                                "that name; role {}'s members are {}, {}, ... (<stack>-<role>-<n>."
-                                "<stack>, namingScheme CrNameRole)",
-                                quoted(svc), quoted(id),
-                                names.member(id, 0) + "." + names.headless_service(),
-                                names.member(id, 1) + "." + names.headless_service()));
+        w.add(text.path,
+              fmt::format("mentions {}, a host name in Compose: kstack makes no host of "
+                          "that name; role {}'s members are {}, {}, ... (<stack>-<role>-<n>."
+                          "<stack>, namingScheme CrNameRole)",
+                          quoted(svc), quoted(id),
+                          names.member(id, 0) + "." + names.headless_service(),
+                          names.member(id, 1) + "." + names.headless_service()));
       }
     }
   }

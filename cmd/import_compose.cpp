@@ -54,8 +54,9 @@ std::string read_input(const std::string& given, std::istream& in, std::size_t m
     }
     if (found.empty()) {
       file = given;
-      error = "a directory without compose.yaml, compose.yml, docker-compose.yaml or "
-              "docker-compose.yml";
+      error =
+          "a directory without compose.yaml, compose.yml, docker-compose.yaml or "
+          "docker-compose.yml";
       return text;
     }
     path = found;
@@ -130,14 +131,12 @@ int import_compose(const ComposeImportOptions& options, std::istream& in, std::o
   err << fmt::format(
       "kstack import compose: AppType and Stack \"{}\" ({} role{}); {} warning{}{}\n",
       std::string_view(name), roles, roles == 1 ? "" : "s", result.warnings.size(),
-      result.warnings.size() == 1 ? "" : "s",
-      strict_failed ? "; --strict: nothing printed" : "");
+      result.warnings.size() == 1 ? "" : "s", strict_failed ? "; --strict: nothing printed" : "");
   if (strict_failed) return 1;
   if (options.output == "json") {
-    out << json::serialize(json::object{
-               {"apiVersion", "v1"},
-               {"kind", "List"},
-               {"items", json::array{result.apptype, result.stack}}})
+    out << json::serialize(json::object{{"apiVersion", "v1"},
+                                        {"kind", "List"},
+                                        {"items", json::array{result.apptype, result.stack}}})
         << "\n";
   } else {
     out << to_yaml(result.apptype) << "---\n" << to_yaml(result.stack);

@@ -94,8 +94,8 @@ class ComposeE2E : public ::testing::Test {
 
 TEST_F(ComposeE2E, ConvertedRedisPrimaryAndReplicaBecomeReadyAndReplicate) {
   // What a user runs: kstack import compose FILE -n NS > out.yaml; kubectl apply -f out.yaml.
-  auto converted = run_command({KSTACK_BINARY, "import", "compose", compose_file().string(),
-                                "-n", ns_, "--strict"});
+  auto converted = run_command(
+      {KSTACK_BINARY, "import", "compose", compose_file().string(), "-n", ns_, "--strict"});
   ASSERT_TRUE(converted) << converted.error();
   ASSERT_EQ(converted->exit_code, 0) << converted->err;
   EXPECT_NE(converted->err.find("AppType and Stack \"cache\" (2 roles); 0 warnings"),
@@ -144,12 +144,13 @@ TEST_F(ComposeE2E, ConvertedRedisPrimaryAndReplicaBecomeReadyAndReplicate) {
                   "SET compose-key from-the-primary\nWAIT 1 60000\n");
   ASSERT_TRUE(set) << set.error();
   EXPECT_EQ(*set, "OK\n1\n");
-  auto got = exec(*client_, ns_, "cache-replica-0", {"redis-cli", "-p", "6380", "get", "compose-key"});
+  auto got =
+      exec(*client_, ns_, "cache-replica-0", {"redis-cli", "-p", "6380", "get", "compose-key"});
   ASSERT_TRUE(got) << got.error();
   EXPECT_EQ(trim(*got), "from-the-primary");
   // The primary's data is on its claim (the file's volume).
-  auto dir = exec(*client_, ns_, "cache-primary-0",
-                  {"redis-cli", "-p", "6379", "config", "get", "dir"});
+  auto dir =
+      exec(*client_, ns_, "cache-primary-0", {"redis-cli", "-p", "6379", "config", "get", "dir"});
   ASSERT_TRUE(dir) << dir.error();
   EXPECT_NE(dir->find("/data"), std::string::npos) << *dir;
 }

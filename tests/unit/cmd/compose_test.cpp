@@ -2,6 +2,8 @@
 // testdata/compose/ convert, pass the webhook's rules as `kstack validate` runs them and render
 // as `kstack render` does, with the golden list of warnings each (<file>.warnings); the mapping
 // of each supported key; and one table row per construct that is not carried over.
+#include "catalog/compose.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -12,7 +14,6 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
-#include "catalog/compose.h"
 #include "catalog/parse.h"
 #include "catalog/yaml.h"
 #include "reconciler/desired_state.h"
@@ -191,12 +192,17 @@ services:
     command: 'echo "a b" it\''s $$HOME $(date)'
 )");
   ASSERT_EQ(r.error, "");
-  EXPECT_EQ(json::serialize(r.apptype.at_pointer("/spec/roles/0/command")),
-            R"(["/bin/sh","-c"])");
+  EXPECT_EQ(json::serialize(r.apptype.at_pointer("/spec/roles/0/command")), R"(["/bin/sh","-c"])");
   // $$ is Compose's literal $; "$(" and "$$" are escaped for the kubelet, which expands $(VAR).
   EXPECT_EQ(json::serialize(r.apptype.at_pointer("/spec/roles/0/args")),
             R"js(["echo","a b","it's","$HOME","$$(date)"])js");
   EXPECT_TRUE(r.warnings.empty()) << joined(lines(r));
+  // Rendered onto the member's container as they are.
+  auto checked = validate_and_render(r);
+  ASSERT_EQ(checked.problems, "");
+  EXPECT_EQ(json::serialize(container(checked.desired, 0).at("command")), R"(["/bin/sh","-c"])");
+  EXPECT_EQ(json::serialize(container(checked.desired, 0).at("args")),
+            R"js(["echo","a b","it's","$HOME","$$(date)"])js");
 }
 
 TEST(ComposeMapping, EnvironmentListAndMapFormsAreStrings) {
@@ -367,8 +373,7 @@ services:
 TEST(ComposeMapping, RoleIdsAreDnsLabels) {
   auto r = convert("services: {Web_App: {image: x}}");
   EXPECT_EQ(r.apptype.at_pointer("/spec/roles/0/id"), "web-app");
-  EXPECT_EQ(joined(lines(r)),
-            "services.Web_App: role id \"web-app\" (a role id is a DNS label)\n");
+  EXPECT_EQ(joined(lines(r)), "services.Web_App: role id \"web-app\" (a role id is a DNS label)\n");
   EXPECT_EQ(validate_and_render(r).problems, "");
 }
 
@@ -541,8 +546,9 @@ std::vector<WarningRow> warning_rows() {
       {"depends_on: {t: {condition: service_started, required: false}}",
        "services.s.depends_on.t.required",
        "an optional dependency is not carried: the role waits for it"},
-      {"depends_on: [nowhere]", "services.s.depends_on[0]", "no service \"nowhere\" in the file; "
-                                                            "ignored"},
+      {"depends_on: [nowhere]", "services.s.depends_on[0]",
+       "no service \"nowhere\" in the file; "
+       "ignored"},
       {"depends_on: [s]", "services.s.depends_on[0]", "a service cannot depend on itself; ignored"},
       {"environment: {DB_URL: 'postgres://u@t:5432/x'}", "services.s.environment.DB_URL",
        "mentions \"t\", a host name in Compose: kstack makes no host of that name; role \"t\"'s "
@@ -576,8 +582,7 @@ std::vector<WarningRow> warning_rows() {
        "(size, storageClassName); ignored",
        true},
       {"services: {s: {image: x}}\nvolumes: {d: {external: true}}", "volumes.d.external",
-       "kstack makes each member its own claim: an existing volume is not attached; ignored",
-       true},
+       "kstack makes each member its own claim: an existing volume is not attached; ignored", true},
       {"services: {s: {image: x}}\nvolumes: {d: {name: real}}", "volumes.d.name",
        "claims are named data-<stack>-<role>-<n>; ignored", true},
       {"services: {s: {image: x}}\nsecrets: {k: {file: ./k}}", "secrets",
@@ -595,7 +600,8 @@ std::vector<WarningRow> warning_rows() {
        "Compose networks have no kstack equivalent: every member can reach every other member of "
        "the cluster; ignored"},
       {"network_mode: host", "members use the pod network; ignored"},
-      {"extra_hosts: ['db:10.0.0.1']", "not carried: the members' /etc/hosts is the pod's; ignored"},
+      {"extra_hosts: ['db:10.0.0.1']",
+       "not carried: the members' /etc/hosts is the pod's; ignored"},
       {"secrets: [k]",
        "Compose secrets are not carried: create a Kubernetes Secret and reference it yourself; "
        "ignored"},
@@ -605,8 +611,7 @@ std::vector<WarningRow> warning_rows() {
       {"labels: {a: b}",
        "container labels are not carried (pod labels are the Stack's spec.roles[].podLabels); "
        "ignored"},
-      {"user: '1000'",
-       "the image's user runs the container (runAsUser is not carried); ignored"},
+      {"user: '1000'", "the image's user runs the container (runAsUser is not carried); ignored"},
       {"working_dir: /app", "the image's working directory is used; ignored"},
       {"cap_add: [NET_ADMIN]",
        "capabilities are not carried per role (an AppType's spec.capabilities adds them to every "
@@ -649,12 +654,11 @@ std::vector<WarningRow> warning_rows() {
 
 TEST(ComposeWarnings, EachConstructIsANamedWarning) {
   for (const auto& row : warning_rows()) {
-    std::string file = row.whole_file
-                           ? row.service_yaml
-                           : "services:\n  s:\n    image: x\n    " + row.service_yaml +
-                                 (row.service_yaml.find("\n  t:") == std::string::npos
-                                      ? "\n  t: {image: x}\n"
-                                      : "\n");
+    std::string file = row.whole_file ? row.service_yaml
+                                      : "services:\n  s:\n    image: x\n    " + row.service_yaml +
+                                            (row.service_yaml.find("\n  t:") == std::string::npos
+                                                 ? "\n  t: {image: x}\n"
+                                                 : "\n");
     auto r = convert(file);
     ASSERT_EQ(r.error, "") << file;
     std::vector<std::string> got = lines(r);
@@ -670,7 +674,8 @@ TEST(ComposeWarnings, EachConstructIsANamedWarning) {
 TEST(ComposeHelpers, SplitCommandAsComposeDoes) {
   using V = std::vector<std::string>;
   EXPECT_EQ(split_command("a  b\tc"), (V{"a", "b", "c"}));
-  EXPECT_EQ(split_command(R"(sh -c "echo \"hi\" \$x" 'it''s')"), (V{"sh", "-c", "echo \"hi\" $x", "its"}));
+  EXPECT_EQ(split_command(R"(sh -c "echo \"hi\" \$x" 'it''s')"),
+            (V{"sh", "-c", "echo \"hi\" $x", "its"}));
   EXPECT_EQ(split_command(R"(--save "")"), (V{"--save", ""}));
   EXPECT_EQ(split_command(R"(a\ b)"), (V{"a b"}));
   EXPECT_EQ(split_command(""), V{});
