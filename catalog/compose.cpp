@@ -24,6 +24,7 @@ constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 constexpr std::int64_t kMaxPortRange = 16;
 // Bounds on what one file may make (its size is bounded by the caller's read cap).
 constexpr std::size_t kMaxMergeDepth = 64;
+constexpr std::size_t kMaxInterpolationDepth = 8;  // ${A:-${B:-...}}
 
 std::string key(std::string_view path, std::string_view k) {
   return path.empty() ? std::string(k) : fmt::format("{}.{}", path, k);
@@ -116,7 +117,8 @@ bool var_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c 
 // Compose interpolation with an empty environment: `$$` is `$`; `${VAR:-default}` and
 // `${VAR-default}` take the default; `${VAR:+alt}` is empty; `$VAR`, `${VAR}`, `${VAR:?err}`
 // stay as written. Each variable met is a warning: kstack reads no host environment or .env.
-std::string interpolate(std::string_view s, const std::string& path, Warnings& w) {
+std::string interpolate(std::string_view s, const std::string& path, Warnings& w,
+                        std::size_t depth = 0) {
   std::string out;
   std::size_t i = 0;
   while (i < s.size()) {
@@ -150,11 +152,11 @@ std::string interpolate(std::string_view s, const std::string& path, Warnings& w
     }
     // ${...}: find the matching brace (defaults may hold nested ${...}).
     std::size_t j = i + 2;
-    int depth = 1;
-    while (j < s.size() && depth > 0) {
-      if (s[j] == '{') ++depth;
-      if (s[j] == '}') --depth;
-      if (depth > 0) ++j;
+    int braces = 1;
+    while (j < s.size() && braces > 0) {
+      if (s[j] == '{') ++braces;
+      if (s[j] == '}') --braces;
+      if (braces > 0) ++j;
     }
     if (j >= s.size()) {  // unclosed: Compose refuses; keep the text and say so
       w.add(path, "unclosed \"${\" in a variable reference: left as written");
@@ -169,7 +171,13 @@ std::string interpolate(std::string_view s, const std::string& path, Warnings& w
     std::string whole(s.substr(i, j - i + 1));
     if (rest.rfind(":-", 0) == 0 || (!rest.empty() && rest[0] == '-')) {
       std::string_view def = rest.substr(rest[0] == ':' ? 2 : 1);
-      std::string value = interpolate(def, path, w);
+      if (depth >= kMaxInterpolationDepth) {
+        w.add(path, fmt::format("variable defaults nested more than {} deep: left as written",
+                                kMaxInterpolationDepth));
+        out += s.substr(i);
+        break;
+      }
+      std::string value = interpolate(def, path, w, depth + 1);
       w.add(path, fmt::format("variable {} is not read from the host environment or .env: its "
                               "default {} is used",
                               name, quoted(value)));
@@ -412,12 +420,23 @@ void convert_command(Role& r, const json::value& v, std::string_view field, Warn
   r.app_role[entrypoint ? "command" : "args"] = std::move(a);
 }
 
+// A container environment variable name the API server accepts (C identifiers plus '-' and
+// '.', as Kubernetes validates them).
+bool env_name(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+}
+
 void convert_environment(Role& r, const json::value& v, json::array& env, Warnings& w) {
   const std::string path = key(r.path, "environment");
   std::map<std::string, std::size_t> at;  // name -> index in env (a later entry wins)
   auto put = [&](const std::string& name, const std::string& value, const std::string& p) {
-    if (name.empty()) {
-      w.add(p, "an empty variable name; ignored");
+    if (!env_name(name)) {
+      w.add(p, fmt::format("{} is not a variable name Kubernetes accepts (letters, digits, '_', "
+                           "'-', '.', not starting with a digit); left out",
+                           quoted(name)));
       return;
     }
     if (!not_a_host_variable(name)) r.texts.push_back({p, value, true, ""});
@@ -1112,13 +1131,15 @@ bool host_option(std::string_view word) {
   return false;
 }
 
-// Whether `t` uses `host` as a host name (a heuristic, docs/compose.md "Host names"): an
+// The services `t` uses as host names (a heuristic, docs/compose.md "Host names"): an
 // environment value that is exactly the name (REDIS_HOST: redis); a word that is exactly it
 // after a host option (--replicaof redis, -h db); or the name standing alone within a word after
 // "//", '@' or '=' (http://elasticsearch:9200, postgres://u@db/app, --host=db) or before
-// ':<digit>' (db:5432).
-bool mentions(const HostText& t, std::string_view host) {
-  if (t.env_value && t.text == host) return true;
+// ':<digit>' (db:5432). Linear in the text: each run of host characters is looked up once.
+std::set<std::string> mentioned(const HostText& t,
+                                const std::map<std::string, std::string>& services) {
+  std::set<std::string> out;
+  if (t.env_value && services.count(t.text)) out.insert(t.text);
   std::string_view text = t.text;
   std::string_view prev = t.prev;
   std::size_t i = 0;
@@ -1129,22 +1150,27 @@ bool mentions(const HostText& t, std::string_view host) {
     std::string_view word = text.substr(i, j - i);
     i = j;
     if (word.empty()) break;
-    if (word == host && host_option(prev)) return true;
+    if (host_option(prev) && services.count(std::string(word))) out.insert(std::string(word));
     prev = word;
-    for (auto pos = word.find(host); pos != std::string_view::npos;
-         pos = word.find(host, pos + 1)) {
-      std::size_t end = pos + host.size();
-      char before = pos == 0 ? ' ' : word[pos - 1];
-      char after = end == word.size() ? ' ' : word[end];
-      if (hostish(before) || (hostish(after) && after != '.')) continue;
-      if (after == '.' && end + 1 < word.size() && hostish(word[end + 1])) continue;  // db.example
-      bool url = before == '/' && pos >= 2 && word[pos - 2] == '/';
-      bool port_after = after == ':' && end + 1 < word.size() &&
-                        std::isdigit(static_cast<unsigned char>(word[end + 1]));
-      if (url || before == '@' || before == '=' || port_after) return true;
+    for (std::size_t k = 0; k < word.size();) {
+      while (k < word.size() && !hostish(word[k])) ++k;
+      std::size_t start = k;
+      while (k < word.size() && hostish(word[k])) ++k;
+      std::string_view run = word.substr(start, k - start);
+      while (!run.empty() && run.back() == '.') run.remove_suffix(1);
+      if (run.empty()) continue;
+      auto it = services.find(std::string(run));
+      if (it == services.end()) continue;
+      const std::size_t end = start + run.size();
+      const char before = start == 0 ? ' ' : word[start - 1];
+      const char after = end == word.size() ? ' ' : word[end];
+      const bool url = before == '/' && start >= 2 && word[start - 2] == '/';
+      const bool port_after = after == ':' && end + 1 < word.size() &&
+                              std::isdigit(static_cast<unsigned char>(word[end + 1]));
+      if (url || before == '@' || before == '=' || port_after) out.insert(it->first);
     }
   }
-  return false;
+  return out;
 }
 
 Role convert_service(const std::string& name, const json::object& svc, const std::string& id,
@@ -1503,8 +1529,8 @@ ComposeResult convert_compose(const json::value& compose, const ComposeOptions& 
   ObjectNames names(false, name, "");
   for (const auto& r : roles) {
     for (const auto& text : r.texts) {
-      for (const auto& [svc, id] : id_of) {
-        if (!mentions(text, svc)) continue;
+      for (const auto& svc : mentioned(text, id_of)) {
+        const auto& id = id_of.at(svc);
         w.add(text.path,
               fmt::format("mentions {}, a host name in Compose: kstack makes no host of "
                           "that name; role {}'s members are {}, {}, ... (<stack>-<role>-<n>."

@@ -452,6 +452,12 @@ std::vector<WarningRow> warning_rows() {
       {"environment: {TOKEN: }", "services.s.environment.TOKEN",
        "TOKEN has no value: Compose takes it from the host environment, which kstack does not "
        "read; left out (set it in the Stack's spec.roles[].env)"},
+      {"environment: {'1BAD': x}", "services.s.environment.1BAD",
+       "\"1BAD\" is not a variable name Kubernetes accepts (letters, digits, '_', '-', '.', not "
+       "starting with a digit); left out"},
+      {"environment: ['=x']", "services.s.environment[0]",
+       "\"\" is not a variable name Kubernetes accepts (letters, digits, '_', '-', '.', not "
+       "starting with a digit); left out"},
       {"env_file: .env", "services.s.env_file",
        "env files are not read: put the variables in `environment` (or in the Stack's "
        "spec.roles[].env); ignored"},
@@ -714,6 +720,14 @@ TEST(ComposeHelpers, HostileInputIsBounded) {
   for (int i = 0; i < 60; ++i) deep += "}";
   deep += "}}";
   EXPECT_EQ(convert(deep).error, "");
+  std::string nested = "services: {s: {image: 'x";
+  for (int i = 0; i < 20; ++i) nested += "${V:-";
+  for (int i = 0; i < 20; ++i) nested += "}";
+  nested += "'}}";
+  auto n = convert(nested);
+  EXPECT_EQ(n.error, "");
+  EXPECT_NE(joined(lines(n)).find("variable defaults nested more than 8 deep: left as written"),
+            std::string::npos);
   auto big = convert("services: {s: {image: x, ports: ['1-65535']}}");
   EXPECT_EQ(big.warnings.size(), 1u);
   EXPECT_FALSE(big.apptype.at_pointer("/spec").as_object().contains("services"));
