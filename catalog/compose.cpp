@@ -943,7 +943,7 @@ void convert_deploy(Role& r, const json::value& v, Warnings& w) {
     } else if (k == "endpoint_mode") {
       w.add(p, "kstack gives each role a headless Service and each member a Service; ignored");
     } else if (!is_extension(k)) {
-      w.add(p, "has no kstack equivalent; ignored");
+      w.add(p, "unknown deploy key; ignored");
     }
   }
 }
