@@ -1636,6 +1636,34 @@ ComposeResult convert_compose(const json::value& compose, const ComposeOptions& 
                                 {"appCatalog", kCatalogLocal},
                                 {"namingScheme", kNamingCrNameRole},
                                 {"roles", std::move(stack_roles)}}}};
+  // Warnings in the file's order: top-level keys as written, each service's together (its
+  // variables, keys, shared volumes and host names), in discovery order within.
+  std::map<std::string, std::size_t> top_rank, service_rank;
+  for (const auto& [k, v] : top) top_rank.emplace(k, top_rank.size());
+  for (const auto& [k, v] : services->get_object()) service_rank.emplace(k, service_rank.size());
+  auto rank = [&](const ComposeWarning& cw) -> std::pair<std::size_t, std::size_t> {
+    if (cw.path.empty()) return {0, 0};
+    std::string first = cw.path.substr(0, cw.path.find_first_of(".["));
+    auto t = top_rank.find(first);
+    std::size_t ti = t == top_rank.end() ? top_rank.size() : t->second + 1;
+    if (first != "services") return {ti, 0};
+    // services.<name>...: a name may hold '.', so the longest name that is a service wins.
+    std::size_t si = service_rank.size();
+    const std::size_t from = first.size() + 1;
+    for (std::size_t end = from; end <= cw.path.size(); ++end) {
+      if (end < cw.path.size() && cw.path[end] != '.' && cw.path[end] != '[') continue;
+      if (auto it = service_rank.find(cw.path.substr(from, end - from)); it != service_rank.end())
+        si = it->second;
+    }
+    return {ti, si};
+  };
+  std::vector<std::pair<std::pair<std::size_t, std::size_t>, ComposeWarning>> ranked;
+  ranked.reserve(w.list.size());
+  for (auto& cw : w.list) ranked.emplace_back(rank(cw), std::move(cw));
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  w.list.clear();
+  for (auto& [r, cw] : ranked) w.list.push_back(std::move(cw));
   result.warnings = std::move(w.list);
   return result;
 }

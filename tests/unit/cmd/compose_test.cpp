@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "catalog/parse.h"
@@ -783,6 +784,16 @@ TEST(ComposeHelpers, HostileInputIsBounded) {
   EXPECT_EQ(n.error, "");
   EXPECT_NE(joined(lines(n)).find("variable defaults nested more than 8 deep: left as written"),
             std::string::npos);
+  // Many services naming each other: one warning per mention, in the services' order.
+  std::string many = "services:\n";
+  for (int i = 0; i < 2000; ++i) {
+    many += fmt::format("  s{}: {{image: x, environment: {{UP: 'tcp://s{}:80'}}}}\n", i, i + 1);
+  }
+  auto m = convert(many);
+  ASSERT_EQ(m.error, "");
+  ASSERT_EQ(m.warnings.size(), 1999u);
+  EXPECT_EQ(m.warnings.front().path, "services.s0.environment.UP");
+  EXPECT_EQ(m.warnings.back().path, "services.s1998.environment.UP");
   auto big = convert("services: {s: {image: x, ports: ['1-65535']}}");
   EXPECT_EQ(big.warnings.size(), 1u);
   EXPECT_FALSE(big.apptype.at_pointer("/spec").as_object().contains("services"));
