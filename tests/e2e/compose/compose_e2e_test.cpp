@@ -155,5 +155,29 @@ TEST_F(ComposeE2E, ConvertedRedisPrimaryAndReplicaBecomeReadyAndReplicate) {
   EXPECT_NE(dir->find("/data"), std::string::npos) << *dir;
 }
 
+// Every realistic file of the test material converts to objects the API server stores: the
+// CRDs' schemas accept them (server-side dry run, nothing is created).
+TEST_F(ComposeE2E, EveryTestFileIsAcceptedByTheApiServer) {
+  auto& cp = control_plane();
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(compose_file().parent_path())) {
+    if (e.path().extension() != ".yml") continue;
+    ++files;
+    SCOPED_TRACE(e.path().filename().string());
+    auto converted = run_command({KSTACK_BINARY, "import", "compose", e.path().string(), "--name",
+                                  e.path().stem().string(), "-n", ns_});
+    ASSERT_TRUE(converted) << converted.error();
+    ASSERT_EQ(converted->exit_code, 0) << converted->err;
+    const auto manifest = cp.work_dir() / (ns_ + "-" + e.path().stem().string() + ".yaml");
+    std::ofstream(manifest) << converted->out;
+    auto applied = cp.kubectl({"apply", "--dry-run=server", "-f", manifest.string()});
+    EXPECT_TRUE(applied.ok()) << applied.err;
+    EXPECT_NE(applied.out.find("apptype.kstack.io/" + e.path().stem().string() + " created"),
+              std::string::npos)
+        << applied.out;
+  }
+  EXPECT_GE(files, 10);
+}
+
 }  // namespace
 }  // namespace kstack::testenv::e2e
