@@ -985,6 +985,10 @@ void convert_healthcheck(Role& r, const json::value& v, Warnings& w) {
   bool none = false;
   if (const auto* t = o->if_contains("test")) {
     const std::string tp = key(path, "test");
+    if (t->is_string() && t->get_string().empty()) {
+      w.add(tp, "names no command; no readiness probe");
+      return;
+    }
     if (t->is_string()) {  // a string is CMD-SHELL
       command = {"/bin/sh", "-c", t->get_string()};
       r.texts.push_back({tp, std::string(t->get_string()), false, ""});
@@ -1007,6 +1011,9 @@ void convert_healthcheck(Role& r, const json::value& v, Warnings& w) {
         for (const auto& s : words) line += (line.empty() ? "" : " ") + s;
         command = {"/bin/sh", "-c", json::string(line)};
         r.texts.push_back({idx(tp, 1), line, false, ""});
+      } else if (form == "CMD" || form == "CMD-SHELL") {
+        w.add(tp, "names no command; no readiness probe");
+        return;
       } else {
         w.add(tp, fmt::format("must start with CMD, CMD-SHELL or NONE and name a command (not "
                               "{}); no readiness probe",

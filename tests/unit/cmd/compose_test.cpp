@@ -516,6 +516,10 @@ std::vector<WarningRow> warning_rows() {
       {"healthcheck: {test: [SHELL, 'x']}", "services.s.healthcheck.test",
        "must start with CMD, CMD-SHELL or NONE and name a command (not \"SHELL\"); no readiness "
        "probe"},
+      {"healthcheck: {test: [CMD]}", "services.s.healthcheck.test",
+       "names no command; no readiness probe"},
+      {"healthcheck: {test: ''}", "services.s.healthcheck.test",
+       "names no command; no readiness probe"},
       {"healthcheck: {interval: 5s}", "services.s.healthcheck",
        "has no test: the image's own HEALTHCHECK is not known to kstack; no readiness probe"},
       {"entrypoint: []", "services.s.entrypoint",
