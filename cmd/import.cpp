@@ -1,8 +1,5 @@
 #include "cmd/import.h"
 
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include <boost/json.hpp>
@@ -11,79 +8,14 @@
 
 #include "catalog/kubedirector.h"
 #include "catalog/yaml.h"
+#include "cmd/inputs.h"
 #include "cmd/yaml_out.h"
 
 namespace kstack::cmd {
-namespace fs = std::filesystem;
 namespace json = boost::json;
 using catalog::ImportIssue;
 
 namespace {
-
-// Input handling as `kstack validate` does it (cmd/validate.cpp): directories expanded
-// recursively and sorted, "-" is stdin, reads capped so a huge file never lands in memory.
-bool is_manifest(const fs::path& p) {
-  auto ext = p.extension().string();
-  return ext == ".yaml" || ext == ".yml" || ext == ".json";
-}
-
-struct InputError {
-  std::string path;
-  std::string message;
-};
-
-std::vector<std::string> collect(const std::vector<std::string>& paths,
-                                 std::vector<InputError>& errors) {
-  std::vector<std::string> files;
-  for (const auto& p : paths) {
-    std::error_code ec;
-    if (p != "-" && fs::is_directory(p, ec)) {
-      std::vector<std::string> found;
-      for (auto it = fs::recursive_directory_iterator(p, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_regular_file(ec) && is_manifest(it->path())) {
-          found.push_back(it->path().string());
-        }
-      }
-      if (ec) errors.push_back({p, ec.message()});
-      std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
-    } else if (p == "-" || fs::exists(p, ec)) {
-      files.push_back(p);
-    } else {
-      errors.push_back({p, "no such file or directory"});
-    }
-  }
-  return files;
-}
-
-bool read_capped(std::istream& in, std::size_t max_bytes, std::string& text) {
-  text.assign(max_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return text.size() <= max_bytes;
-}
-
-std::string read_file(const std::string& file, std::size_t max_bytes, std::string& error) {
-  std::string text;
-  bool ok = false;
-  if (file == "-") {
-    ok = read_capped(std::cin, max_bytes, text);
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-      error = "cannot open file";
-      return {};
-    }
-    ok = read_capped(in, max_bytes, text);
-    if (in.bad()) {
-      error = "read error";
-      return {};
-    }
-  }
-  if (!ok) error = fmt::format("larger than the limit of {} bytes", max_bytes);
-  return text;
-}
 
 bool loses_data(ImportIssue::Severity s) {
   return s == ImportIssue::Severity::kDropped || s == ImportIssue::Severity::kChanged;
@@ -133,7 +65,8 @@ int import_manifests(const ImportOptions& options, std::ostream& out, std::ostre
     return 2;
   }
   if (options.paths.empty()) {
-    err << "kstack import: no input: give files or directories with -f\n";
+    err << "kstack import: no input: give files or directories with -f (or convert a Compose "
+           "file with `kstack import compose FILE`)\n";
     return 2;
   }
   catalog::ImportOptions conversion;
@@ -145,9 +78,9 @@ int import_manifests(const ImportOptions& options, std::ostream& out, std::ostre
   std::vector<InputError> errors;
   std::vector<json::value> objects;
   Tally tally;
-  for (const auto& file : collect(options.paths, errors)) {
+  for (const auto& file : collect_inputs(options.paths, errors)) {
     std::string error;
-    std::string text = read_file(file, options.max_file_bytes, error);
+    std::string text = read_input(file, options.max_file_bytes, error);
     std::vector<catalog::YamlDocument> docs;
     if (error.empty()) {
       auto parsed = catalog::parse_manifests(text, limits);

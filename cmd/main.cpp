@@ -1,5 +1,6 @@
 // kstack: the operator binary. Subcommands are added as the product grows (operator,
-// validate, render, import); exceptions are handled here, at the process edge.
+// validate, render, import; apply, status, delete, scale for people: docs/cli.md); exceptions
+// are handled here, at the process edge. Run as kubectl-kstack it is the kubectl plugin.
 #include <cstdio>
 #include <exception>
 
@@ -8,9 +9,11 @@
 
 #include "cmd/cluster_info.h"
 #include "cmd/import.h"
+#include "cmd/import_compose.h"
 #include "cmd/operator.h"
 #include "cmd/operator_flags.h"
 #include "cmd/render.h"
+#include "cmd/stack_commands.h"
 #include "cmd/validate.h"
 #include "kstack_version.h"
 
@@ -18,6 +21,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kstack: a Kubernetes operator for catalogs of stateful applications"};
   // At most one subcommand; none (bare `kstack`) prints this help, see below.
   app.require_subcommand(0, 1);
+  app.name(kstack::cmd::program_name(argc > 0 ? argv[0] : nullptr));
   app.set_version_flag("--version", fmt::format("kstack {} (commit {}, {} build)", KSTACK_VERSION,
                                                 KSTACK_GIT_COMMIT, KSTACK_BUILD_TYPE));
 
@@ -76,11 +80,12 @@ int main(int argc, char** argv) {
   std::string import_namespace;
   auto* import_cmd = app.add_subcommand(
       "import",
-      "Convert KubeDirector apps, clusters and config to AppTypes, Stacks and KStackConfig");
-  import_cmd
-      ->add_option("-f,--filename", import_opts.paths,
-                   "Files or directories (recursive: *.yaml, *.yml, *.json); - for stdin")
-      ->required();
+      "Convert KubeDirector apps, clusters and config (-f) to AppTypes, Stacks and "
+      "KStackConfig, or a Compose file (`import compose FILE`) to an AppType and a Stack");
+  // -f is required for the KubeDirector form only (checked when it runs).
+  import_cmd->add_option("-f,--filename", import_opts.paths,
+                         "KubeDirector manifests: files or directories (recursive: *.yaml, "
+                         "*.yml, *.json); - for stdin");
   import_cmd->add_option("-o,--output", import_opts.output, "Output format: yaml or json")
       ->check(CLI::IsMember({"yaml", "json"}));
   auto* import_ns = import_cmd->add_option("-n,--namespace", import_namespace,
@@ -89,6 +94,12 @@ int main(int argc, char** argv) {
                          "The operator's namespace (where the KStackConfig goes)");
   import_cmd->add_flag("--strict", import_opts.strict,
                        "Fail (and print nothing) if any field is dropped or changed");
+  import_cmd->require_subcommand(0, 1);
+  kstack::cmd::ComposeImportOptions compose_opts;
+  auto* compose_cmd = kstack::cmd::add_import_compose_command(*import_cmd, compose_opts);
+
+  // apply, status, delete, scale: cmd/stack_commands.h.
+  kstack::cmd::StackCommands stack_commands(app);
 
   kstack::cmd::OperatorOptions op;
   auto* operator_cmd = kstack::cmd::add_operator_command(app, op);
@@ -110,9 +121,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cluster_info->parsed()) return kstack::cmd::cluster_info(info);
+    if (auto code = stack_commands.run()) return *code;
     if (operator_cmd->parsed()) return kstack::cmd::run_operator(op);
     if (render_cmd->parsed()) return kstack::cmd::render(render);
     if (validate_cmd->parsed()) return kstack::cmd::validate(validate_opts);
+    if (compose_cmd->parsed()) return kstack::cmd::import_compose(compose_opts);
     if (import_cmd->parsed()) {
       if (import_ns->count() > 0) import_opts.namespace_name = import_namespace;
       return kstack::cmd::import_manifests(import_opts);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cmd/inputs.h"
 #include "validator/rules/offline.h"
 
 namespace kstack::cmd {
@@ -17,17 +18,10 @@ struct ValidateOptions {
   std::string output = "text";  // text | json
   std::string operator_namespace = "kstack-system";
   std::string default_namespace = "default";  // for objects without metadata.namespace
-  std::size_t max_file_bytes = 4u << 20;
+  std::size_t max_file_bytes = kMaxInputFileBytes;
 };
 
-// A path that could not be read (missing, too large, not YAML/JSON).
-struct InputError {
-  std::string path;
-  std::string message;
-};
-
-// The documents of `paths` (files, directories searched recursively for *.yaml, *.yml and
-// *.json in sorted order, "-" for stdin), each file read up to max_file_bytes. Shared by
+// The documents of `paths` (cmd/inputs.h) as the offline rules take them. Shared by
 // `validate` and `render`, so both read their input alike.
 std::vector<validator::SourceDocument> read_sources(const std::vector<std::string>& paths,
                                                     std::size_t max_file_bytes,

@@ -11,6 +11,8 @@ packages=(
   libcli11-dev libexpected-dev libarchive-dev zlib1g-dev prometheus-cpp-dev
   clang clang-tidy clang-format lld libclang-rt-14-dev
   curl ca-certificates bubblewrap python3 python3-yaml dnsmasq-base
+  # A real terminal for the `kstack apply --wait` redraw test (tests/e2e/cli).
+  tmux
   # The daemons of the shipped apps (appdefs/<app>/image/Dockerfile installs the same packages;
   # the simulated nodes of the e2e tests run them from the host: docs/nodesim.md "Images").
   etcd-server etcd-client redis-server redis-tools zookeeper default-jre-headless
