@@ -607,6 +607,11 @@ TEST_F(CliTest, StatusWatchStreamsAChange) {
   auto streamed =
       wait_output([](const std::string& t) { return contains(t, "  member  etcd-member-3  "); });
   EXPECT_TRUE(contains(streamed, "  member  etcd-member-3  ")) << streamed;
+  // The Stack in state `updating`: every status the operator writes is a watch event, and the
+  // first after the scale-up has the new member not ready yet.
+  const auto updating_header = fmt::format("Stack {}/etcd (app etcd): updating, ", ns());
+  auto updating = wait_output([&](const std::string& t) { return contains(t, updating_header); });
+  EXPECT_TRUE(contains(updating, updating_header)) << updating;
   EXPECT_GE(std::count(streamed.begin(), streamed.end(), '\n'), 10);
   EXPECT_TRUE(watcher->running()) << "--watch keeps going";
   watcher->stop(2s);
