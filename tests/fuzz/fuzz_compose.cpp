@@ -1,4 +1,4 @@
-// Fuzzes `kstack import compose` (catalog/compose.cpp) on whatever the manifest reader makes
+// Fuzzes `kstack import compose` (catalog/compose*.cpp) on whatever the manifest reader makes
 // of the input: merge keys, interpolation, command splitting, ports, volumes, durations and
 // the host-name scan. Checks: a refusal has a reason and no objects; a conversion gives an
 // AppType and a Stack that kstack's own decoders read without a type error, and a warning
