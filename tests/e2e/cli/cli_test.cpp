@@ -79,7 +79,7 @@ class CliTest : public ::testing::Test {
     try {
       client_ = admin();
       ns_ = make_namespace(*client_, "cli");
-      OperatorFlags flags;
+      auto flags = with_default_lease({});
       flags.webhook_port = free_port();
       if (auto r = register_webhook(flags.webhook_port); !r) return failed(r.error());
       auto op = OperatorProcess::start(flags, "cli-operator");

@@ -196,6 +196,13 @@ long process_status_kib(int pid, std::string_view field) {
   return 0;
 }
 
+OperatorFlags with_default_lease(OperatorFlags flags) {
+  flags.lease_duration = "15s";
+  flags.renew_deadline = "10s";
+  flags.retry_period = "2s";
+  return flags;
+}
+
 tl::expected<OperatorProcess, std::string> OperatorProcess::start(const OperatorFlags& flags,
                                                                   const std::string& name) {
   OperatorProcess p;

@@ -65,6 +65,13 @@ struct OperatorFlags {
   std::vector<std::string> extra;
 };
 
+// `flags` with the lease timings of `kstack operator`'s defaults (client-go's 15 s / 10 s / 2 s),
+// for tests that need one leader for minutes and do not test the election itself. The fast
+// timings above give each lease request (lease duration - renew deadline) / 4 = 250 ms; a
+// loaded machine's API server can be slower than that for the whole 3 s renew deadline, and the
+// operator then steps down and exits (UpgradeAdmission failed so in a CI run).
+OperatorFlags with_default_lease(OperatorFlags flags);
+
 // `kstack operator` as a child process, its ports chosen free on 127.0.0.1, log in the control
 // plane's work directory. Killed when destroyed.
 class OperatorProcess {

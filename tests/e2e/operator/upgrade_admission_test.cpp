@@ -43,7 +43,7 @@ class UpgradeAdmission : public ::testing::Test {
   void SetUp() override {
     client_ = admin();
     ns_ = make_namespace(*client_, "upadm");
-    OperatorFlags flags;
+    auto flags = with_default_lease({});
     flags.webhook_port = free_port();
     ASSERT_TRUE(register_webhook(flags.webhook_port));
     auto op = OperatorProcess::start(flags, "operator-upgrade-admission");
