@@ -296,7 +296,7 @@ TEST_F(DriftTest, ADeletedStatefulSetIsRecreatedAndTheMemberKeepsItsData) {
       << "the same claim re-attached";
   auto read = kubectl_exec(cp, ns_, "drift-worker-0", "app", {"cat", "/var/lib/ring/proof"});
   EXPECT_EQ(read.exit_code, 0) << read.err;
-  EXPECT_EQ(read.out, "kept\n") << "no data loss";
+  EXPECT_EQ(read.out, "kept\n") << "no data loss; kubectl's stderr: " << read.err;
   expect_settled();
 }
 

