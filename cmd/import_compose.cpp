@@ -10,6 +10,7 @@
 
 #include "catalog/compose.h"
 #include "catalog/yaml.h"
+#include "cmd/inputs.h"
 #include "cmd/yaml_out.h"
 
 namespace kstack::cmd {
@@ -21,13 +22,6 @@ namespace {
 // The names Compose looks for in a project directory, in its order.
 constexpr const char* kComposeFileNames[] = {"compose.yaml", "compose.yml", "docker-compose.yaml",
                                              "docker-compose.yml"};
-
-bool read_capped(std::istream& in, std::size_t max_bytes, std::string& text) {
-  text.assign(max_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return text.size() <= max_bytes;
-}
 
 // The file's text (the file found in it for a directory), and the name of the directory the
 // project is named after; error set when it cannot be read.

@@ -17,6 +17,8 @@ bool is_manifest(const fs::path& p) {
   return ext == ".yaml" || ext == ".yml" || ext == ".json";
 }
 
+}  // namespace
+
 // Reads at most max_bytes (+1 to detect oversize) so a huge file never lands in memory.
 bool read_capped(std::istream& in, std::size_t max_bytes, std::string& text) {
   text.assign(max_bytes + 1, '\0');
@@ -24,8 +26,6 @@ bool read_capped(std::istream& in, std::size_t max_bytes, std::string& text) {
   text.resize(static_cast<std::size_t>(in.gcount()));
   return text.size() <= max_bytes;
 }
-
-}  // namespace
 
 std::vector<std::string> collect_inputs(const std::vector<std::string>& paths,
                                         std::vector<InputError>& errors) {

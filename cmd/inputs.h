@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct InputError {
 // path reported in `errors`.
 std::vector<std::string> collect_inputs(const std::vector<std::string>& paths,
                                         std::vector<InputError>& errors);
+
+// Reads `in` up to max_bytes into `text`; false when it holds more (text then holds
+// max_bytes + 1 bytes, never the whole stream).
+bool read_capped(std::istream& in, std::size_t max_bytes, std::string& text);
 
 // One file's text ("-" = stdin), at most max_bytes; `error` set (and "" returned) when it
 // cannot be opened or read, or is larger than max_bytes.
