@@ -1,6 +1,7 @@
 // plan(): the owned objects (headless Service, StatefulSets, member Services), the members'
 // claims, and the cleanup of a Stack being deleted (docs/reconciler.md steps 7–9, Cleanup).
 #include <algorithm>
+#include <array>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -185,10 +186,6 @@ void plan_stateful_set(Planning& p, const RolePlan& role) {
     p.waiting = true;  // recreated once the old one is gone (same name, same PVCs)
     return;
   }
-  json::value wanted = desired.stateful_set;
-  auto& spec = wanted.as_object()["spec"].as_object();
-  spec["replicas"] = role.replicas;
-  spec["updateStrategy"].as_object()["rollingUpdate"].as_object()["partition"] = role.partition;
   // kstack itself moves replicas when the member count it reported last differs (a spec
   // change, or the end of a delete_pending hold); otherwise a difference is drift.
   std::int64_t reported = 0;
@@ -198,6 +195,20 @@ void plan_stateful_set(Planning& p, const RolePlan& role) {
     }
   }
   p.scaling = sts && replicas_of(*sts) != role.replicas && reported != role.replicas;
+  // The usual case, a StatefulSet that already holds all of it: checked without copying the
+  // desired object to set replicas and partition in it.
+  static constexpr std::array<std::string_view, 2> kReplicas{"spec", "replicas"};
+  static constexpr std::array<std::string_view, 4> kPartition{"spec", "updateStrategy",
+                                                              "rollingUpdate", "partition"};
+  const json::value replicas(role.replicas);
+  const json::value partition(role.partition);
+  const std::array<executor::Override, 2> decided{executor::Override{kReplicas, &replicas},
+                                                  executor::Override{kPartition, &partition}};
+  if (sts && executor::covers(*sts, desired.stateful_set, decided)) return;
+  json::value wanted = desired.stateful_set;
+  auto& spec = wanted.as_object()["spec"].as_object();
+  spec["replicas"] = role.replicas;
+  spec["updateStrategy"].as_object()["rollingUpdate"].as_object()["partition"] = role.partition;
   add_apply(p, res::kStatefulSets, wanted, sts);
 }
 
