@@ -214,13 +214,33 @@ void plan_stateful_set(Planning& p, const RolePlan& role) {
 
 namespace {
 
+// What kstack sets on every claim of one role (pvc_claim), made once per role.
+struct RoleClaims {
+  json::object labels;
+  json::object owner;
+  json::value claim;  // pvc_claim() with an empty name and namespace
+};
+
+// The live claim already holds what pvc_claim(*pvc, labels, &owner) would apply: the
+// role's claim compared with the claim's own name and namespace, without building it.
+bool claim_covered(const json::value& pvc, const RoleClaims& c) {
+  static constexpr std::array<std::string_view, 2> kName{"metadata", "name"};
+  static constexpr std::array<std::string_view, 2> kNamespace{"metadata", "namespace"};
+  const auto* name = at(pvc, "/metadata/name");
+  const auto* ns = at(pvc, "/metadata/namespace");
+  if (name == nullptr || !name->is_string() || ns == nullptr || !ns->is_string()) return false;
+  const std::array<executor::Override, 2> own{executor::Override{kName, name},
+                                              executor::Override{kNamespace, ns}};
+  return executor::covers(pvc, c.claim, own);
+}
+
 // The claim of a member in the spec: adopted, or why it cannot be.
-void plan_member_claim(Planning& p, const RolePlan& role, const catalog::MemberStatus& m) {
+void plan_member_claim(Planning& p, const RoleClaims& claims, const catalog::MemberStatus& m) {
   const auto& uid = p.stack().metadata.uid;
   const auto pod = live(p.snap.owned.pods, m.pod);
   const auto pvc = live(p.snap.owned.pvcs, m.pvc);
-  const auto labels = common_labels(p.stack(), p.app->app, role.id);
-  const auto owner = owner_reference(p.stack());
+  const auto& labels = claims.labels;
+  const auto& owner = claims.owner;
   if (pvc && is_deleting(*pvc)) {
     p.degrade(kReasonPvcMissing, fmt::format("PVC {} of member {} is being deleted; the "
                                              "StatefulSet recreates it with the pod",
@@ -229,6 +249,7 @@ void plan_member_claim(Planning& p, const RolePlan& role, const catalog::MemberS
   } else if (pvc) {
     const auto other = controller_uid(*pvc);
     if (other.empty() || other == uid) {
+      if (claim_covered(*pvc, claims)) return;
       add_apply(p, res::kPersistentVolumeClaims, pvc_claim(*pvc, labels, &owner), pvc);
     } else {
       p.degrade(kReasonPvcMissing,
@@ -341,11 +362,14 @@ void plan_disruption_budgets(Planning& p) {
 
 void plan_claims(Planning& p) {
   std::set<std::string> kept;
+  const auto owner = owner_reference(p.stack());
   for (const auto& role : p.roles) {
+    RoleClaims claims{common_labels(p.stack(), p.app->app, role.id), owner, {}};
+    claims.claim = pvc_claim(json::object{}, claims.labels, &claims.owner);
     for (const auto& m : role.status.members) {
       if (m.pvc.empty()) continue;
       kept.insert(m.pvc);
-      plan_member_claim(p, role, m);
+      plan_member_claim(p, claims, m);
     }
     for (const auto& m : role.leaving) {
       if (m.state == catalog::kMemberDeletePending && !m.pvc.empty()) kept.insert(m.pvc);
