@@ -2,6 +2,7 @@
 // claims, and the cleanup of a Stack being deleted (docs/reconciler.md steps 7–9, Cleanup).
 #include <algorithm>
 #include <array>
+#include <charconv>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -16,9 +17,38 @@ namespace json = boost::json;
 using informer::ObjectPtr;
 namespace res = kube::resources;
 
+// What json::value::find_pointer finds (nullptr where it reports an error), walked directly for
+// the plain pointers the plan uses: it reads fields this way on every owned object in every
+// pass, and find_pointer's general parsing cost more than the lookups themselves.
 const json::value* at(const json::value& v, std::string_view pointer) {
-  boost::system::error_code ec;
-  return v.find_pointer(pointer, ec);
+  if (pointer.find('~') != std::string_view::npos) {  // escaped tokens: the general parser
+    boost::system::error_code ec;
+    return v.find_pointer(pointer, ec);
+  }
+  const json::value* cur = &v;
+  while (!pointer.empty()) {
+    if (pointer.front() != '/') return nullptr;  // not a JSON pointer
+    pointer.remove_prefix(1);
+    const auto end = std::min(pointer.find('/'), pointer.size());
+    const auto token = pointer.substr(0, end);
+    pointer.remove_prefix(end);
+    if (const auto* o = cur->if_object()) {
+      cur = o->if_contains(token);
+    } else if (const auto* a = cur->if_array()) {
+      // An index: digits without a leading zero ("-", one past the end, names nothing).
+      std::size_t i = 0;
+      const auto [last, ec] = std::from_chars(token.data(), token.data() + token.size(), i);
+      if (token.empty() || ec != std::errc() || last != token.data() + token.size() ||
+          (token.size() > 1 && token.front() == '0') || i >= a->size()) {
+        return nullptr;
+      }
+      cur = &(*a)[i];
+    } else {
+      return nullptr;
+    }
+    if (cur == nullptr) return nullptr;
+  }
+  return cur;
 }
 
 std::string str_at(const json::value& v, std::string_view pointer) {

@@ -91,8 +91,12 @@ std::optional<Snapshot> Reconciler::observe(const std::string& key) const {
   catalog::FieldErrors ignored;
   s.stack = catalog::decode_stack(*s.object, ignored);
   // Decoding is already the canonical form this pass writes: to_json(StackStatus) is lossless,
-  // so a round trip through it would give the same value (status_test pins that).
-  if (s.stack.status) s.old_status = *s.stack.status;
+  // so a round trip through it would give the same value (status_test pins that). Moved, not
+  // copied: plan() reads the status from old_status only.
+  if (s.stack.status) {
+    s.old_status = std::move(*s.stack.status);
+    s.stack.status.reset();
+  }
   if (!s.stack.metadata.deleting) {
     s.app = catalog_.find_app(s.stack);
     s.config = catalog_.config();
