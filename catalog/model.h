@@ -311,10 +311,12 @@ struct Condition {
   std::string message;
   std::string last_transition_time;  // RFC 3339
   std::int64_t observed_generation = 0;
+  bool operator==(const Condition&) const = default;
 };
 
 struct NotifyCmd {
   std::vector<std::string> arguments;  // e.g. --addnodes --role worker --fqdns a,b
+  bool operator==(const NotifyCmd&) const = default;
 };
 
 struct MemberStateDetail {
@@ -356,6 +358,7 @@ struct MemberStateDetail {
   // --delnodes for it before it is set up, then --addnodes.
   std::string recovery;
   bool replacing = false;
+  bool operator==(const MemberStateDetail&) const = default;
 };
 
 struct MemberStatus {
@@ -369,6 +372,7 @@ struct MemberStatus {
   std::string template_revision;
   std::string app;
   MemberStateDetail state_detail;
+  bool operator==(const MemberStatus&) const = default;
 };
 
 struct RoleStatus {
@@ -380,6 +384,7 @@ struct RoleStatus {
   std::string update_revision;
   std::int64_t updated_members = 0;
   std::int64_t partition = 0;
+  bool operator==(const RoleStatus&) const = default;
 };
 
 struct MemberStateRollup {
@@ -411,6 +416,9 @@ struct StackStatus {
   // (the UPDATED column).
   std::int64_t updated_members = 0;
   std::string update_summary;
+  // Field by field: to_json(StackStatus) is lossless (every field is written unless it holds
+  // its default), so this agrees with comparing the serialised forms.
+  bool operator==(const StackStatus&) const = default;
 };
 
 struct Stack {

@@ -1,5 +1,7 @@
 #include "executor/drift.h"
 
+#include <array>
+
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
@@ -33,6 +35,8 @@ std::optional<std::string_view> extra_key(const json::object& live, const json::
 
 bool scalar_equal(const json::value& live, const json::value& desired, bool quantities) {
   if (quantities && live.is_string() && desired.is_string()) {
+    // The same text is the same quantity (and the common case: no parsing needed).
+    if (live.get_string() == desired.get_string()) return true;
     auto a = catalog::Quantity::parse(live.get_string());
     auto b = catalog::Quantity::parse(desired.get_string());
     if (a && b) return *a == *b;
@@ -45,6 +49,85 @@ bool scalar_equal(const json::value& live, const json::value& desired, bool quan
     if (!e1 && !e2) return x == y;
   }
   return live == desired;
+}
+
+// An empty desired map/list is the same as an absent one after defaulting.
+bool empty_container(const json::value& v) {
+  return (v.is_object() && v.get_object().empty()) || (v.is_array() && v.get_array().empty());
+}
+
+// What diff() below decides, without building paths: a pass checks every owned object, and
+// nearly all of them are covered, so this is the hot path (no allocation at all).
+bool covered(const json::value& live, const json::value& desired, bool quantities,
+             bool exact = false) {
+  if (desired.is_object()) {
+    const auto* l = live.if_object();
+    if (l == nullptr) return false;
+    const auto& d = desired.get_object();
+    if (exact && extra_key(*l, d)) return false;
+    for (const auto& [k, v] : d) {
+      const auto* lv = l->if_contains(k);
+      if (lv == nullptr) {
+        if (empty_container(v)) continue;
+        return false;
+      }
+      if (!covered(*lv, v, quantities || quantity_context(k), exact_context(k))) return false;
+    }
+    return true;
+  }
+  if (desired.is_array()) {
+    const auto* l = live.if_array();
+    const auto& d = desired.get_array();
+    if (l == nullptr || l->size() != d.size()) return false;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      if (!covered((*l)[i], d[i], quantities)) return false;
+    }
+    return true;
+  }
+  return scalar_equal(live, desired, quantities);
+}
+
+// covered() with overrides (drift.h): `active` are the overrides whose first `depth` keys led
+// here; `applied` counts those whose value took part, so that a path missing from `desired`
+// can be told apart.
+constexpr std::size_t kMaxOverrides = 8;
+
+bool covered_with(const json::value& live, const json::value& desired, bool quantities, bool exact,
+                  std::span<const Override* const> active, std::size_t depth,
+                  std::size_t& applied) {
+  const auto* d = desired.if_object();
+  if (d == nullptr) return covered(live, desired, quantities, exact);
+  const auto* l = live.if_object();
+  if (l == nullptr) return false;
+  if (exact && extra_key(*l, *d)) return false;
+  for (const auto& [k, v] : *d) {
+    std::array<const Override*, kMaxOverrides> below{};
+    std::size_t n = 0;
+    const json::value* replaced = nullptr;
+    for (const auto* o : active) {
+      if (o->path[depth] != k) continue;
+      if (o->path.size() == depth + 1) {
+        replaced = o->value;
+        ++applied;
+      } else {
+        below[n++] = o;
+      }
+    }
+    const auto& want = replaced != nullptr ? *replaced : v;
+    const auto* lv = l->if_contains(k);
+    if (lv == nullptr) {
+      if (empty_container(want)) continue;
+      return false;
+    }
+    const bool q = quantities || quantity_context(k);
+    const bool ok =
+        n == 0 || replaced != nullptr
+            ? covered(*lv, want, q, exact_context(k))
+            : covered_with(*lv, want, q, exact_context(k),
+                           std::span<const Override* const>(below.data(), n), depth + 1, applied);
+    if (!ok) return false;
+  }
+  return true;
 }
 
 // Returns the first differing path, or nullopt when `live` covers `desired`. `exact`: `live`
@@ -146,14 +229,31 @@ std::optional<std::string> diff_list(const json::value& live, const json::value&
 }  // namespace
 
 std::optional<std::string> differing_list(const json::value& live, const json::value& desired) {
+  if (covered(live, desired, false)) return std::nullopt;
   return diff_list(live, desired, "", "", false);
 }
 
 bool covers(const json::value& live, const json::value& desired) {
-  return !diff(live, desired, "", false).has_value();
+  return covered(live, desired, false);
+}
+
+bool covers(const json::value& live, const json::value& desired,
+            std::span<const Override> overrides) {
+  std::array<const Override*, kMaxOverrides> active{};
+  std::size_t n = 0;
+  for (const auto& o : overrides) {
+    // More than fit, or an empty path: not what this is for; let the caller compare whole.
+    if (n == kMaxOverrides || o.path.empty() || o.value == nullptr) return false;
+    active[n++] = &o;
+  }
+  std::size_t applied = 0;
+  return covered_with(live, desired, false, false,
+                      std::span<const Override* const>(active.data(), n), 0, applied) &&
+         applied == n;
 }
 
 std::string first_difference(const json::value& live, const json::value& desired) {
+  if (covered(live, desired, false)) return "";
   return diff(live, desired, "", false).value_or("");
 }
 

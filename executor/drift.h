@@ -6,7 +6,9 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include <boost/json/value.hpp>
 
@@ -18,6 +20,20 @@ namespace kstack::executor {
 // by element with the same length, scalars equal — and strings under `resources`/`storage`
 // keys compared as quantities.
 bool covers(const boost::json::value& live, const boost::json::value& desired);
+
+// One field of a desired object replaced for a comparison: `path` names it by keys from the
+// root (each must be an object key in `desired`), `value` is what it should hold.
+struct Override {
+  std::span<const std::string_view> path;
+  const boost::json::value* value = nullptr;
+};
+
+// covers(live, desired) as if `desired` held each override's value at its path, without
+// copying `desired` to set them (a StatefulSet's replicas and partition, which a pass decides
+// on top of the desired object). False also when an override's path is not in `desired`: the
+// caller then builds the object and compares it whole.
+bool covers(const boost::json::value& live, const boost::json::value& desired,
+            std::span<const Override> overrides);
 
 // The first path where `live` does not cover `desired` ("" when it does), for logs/events.
 std::string first_difference(const boost::json::value& live, const boost::json::value& desired);

@@ -1,6 +1,8 @@
 // plan(): the owned objects (headless Service, StatefulSets, member Services), the members'
 // claims, and the cleanup of a Stack being deleted (docs/reconciler.md steps 7–9, Cleanup).
 #include <algorithm>
+#include <array>
+#include <charconv>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -15,9 +17,38 @@ namespace json = boost::json;
 using informer::ObjectPtr;
 namespace res = kube::resources;
 
+// What json::value::find_pointer finds (nullptr where it reports an error), walked directly for
+// the plain pointers the plan uses: it reads fields this way on every owned object in every
+// pass, and find_pointer's general parsing cost more than the lookups themselves.
 const json::value* at(const json::value& v, std::string_view pointer) {
-  boost::system::error_code ec;
-  return v.find_pointer(pointer, ec);
+  if (pointer.find('~') != std::string_view::npos) {  // escaped tokens: the general parser
+    boost::system::error_code ec;
+    return v.find_pointer(pointer, ec);
+  }
+  const json::value* cur = &v;
+  while (!pointer.empty()) {
+    if (pointer.front() != '/') return nullptr;  // not a JSON pointer
+    pointer.remove_prefix(1);
+    const auto end = std::min(pointer.find('/'), pointer.size());
+    const auto token = pointer.substr(0, end);
+    pointer.remove_prefix(end);
+    if (const auto* o = cur->if_object()) {
+      cur = o->if_contains(token);
+    } else if (const auto* a = cur->if_array()) {
+      // An index: digits without a leading zero ("-", one past the end, names nothing).
+      std::size_t i = 0;
+      const auto [last, ec] = std::from_chars(token.data(), token.data() + token.size(), i);
+      if (token.empty() || ec != std::errc() || last != token.data() + token.size() ||
+          (token.size() > 1 && token.front() == '0') || i >= a->size()) {
+        return nullptr;
+      }
+      cur = &(*a)[i];
+    } else {
+      return nullptr;
+    }
+    if (cur == nullptr) return nullptr;
+  }
+  return cur;
 }
 
 std::string str_at(const json::value& v, std::string_view pointer) {
@@ -185,10 +216,6 @@ void plan_stateful_set(Planning& p, const RolePlan& role) {
     p.waiting = true;  // recreated once the old one is gone (same name, same PVCs)
     return;
   }
-  json::value wanted = desired.stateful_set;
-  auto& spec = wanted.as_object()["spec"].as_object();
-  spec["replicas"] = role.replicas;
-  spec["updateStrategy"].as_object()["rollingUpdate"].as_object()["partition"] = role.partition;
   // kstack itself moves replicas when the member count it reported last differs (a spec
   // change, or the end of a delete_pending hold); otherwise a difference is drift.
   std::int64_t reported = 0;
@@ -198,18 +225,52 @@ void plan_stateful_set(Planning& p, const RolePlan& role) {
     }
   }
   p.scaling = sts && replicas_of(*sts) != role.replicas && reported != role.replicas;
+  // The usual case, a StatefulSet that already holds all of it: checked without copying the
+  // desired object to set replicas and partition in it.
+  static constexpr std::array<std::string_view, 2> kReplicas{"spec", "replicas"};
+  static constexpr std::array<std::string_view, 4> kPartition{"spec", "updateStrategy",
+                                                              "rollingUpdate", "partition"};
+  const json::value replicas(role.replicas);
+  const json::value partition(role.partition);
+  const std::array<executor::Override, 2> decided{executor::Override{kReplicas, &replicas},
+                                                  executor::Override{kPartition, &partition}};
+  if (sts && executor::covers(*sts, desired.stateful_set, decided)) return;
+  json::value wanted = desired.stateful_set;
+  auto& spec = wanted.as_object()["spec"].as_object();
+  spec["replicas"] = role.replicas;
+  spec["updateStrategy"].as_object()["rollingUpdate"].as_object()["partition"] = role.partition;
   add_apply(p, res::kStatefulSets, wanted, sts);
 }
 
 namespace {
 
+// What kstack sets on every claim of one role (pvc_claim), made once per role.
+struct RoleClaims {
+  json::object labels;
+  json::object owner;
+  json::value claim;  // pvc_claim() with an empty name and namespace
+};
+
+// The live claim already holds what pvc_claim(*pvc, labels, &owner) would apply: the
+// role's claim compared with the claim's own name and namespace, without building it.
+bool claim_covered(const json::value& pvc, const RoleClaims& c) {
+  static constexpr std::array<std::string_view, 2> kName{"metadata", "name"};
+  static constexpr std::array<std::string_view, 2> kNamespace{"metadata", "namespace"};
+  const auto* name = at(pvc, "/metadata/name");
+  const auto* ns = at(pvc, "/metadata/namespace");
+  if (name == nullptr || !name->is_string() || ns == nullptr || !ns->is_string()) return false;
+  const std::array<executor::Override, 2> own{executor::Override{kName, name},
+                                              executor::Override{kNamespace, ns}};
+  return executor::covers(pvc, c.claim, own);
+}
+
 // The claim of a member in the spec: adopted, or why it cannot be.
-void plan_member_claim(Planning& p, const RolePlan& role, const catalog::MemberStatus& m) {
+void plan_member_claim(Planning& p, const RoleClaims& claims, const catalog::MemberStatus& m) {
   const auto& uid = p.stack().metadata.uid;
   const auto pod = live(p.snap.owned.pods, m.pod);
   const auto pvc = live(p.snap.owned.pvcs, m.pvc);
-  const auto labels = common_labels(p.stack(), p.app->app, role.id);
-  const auto owner = owner_reference(p.stack());
+  const auto& labels = claims.labels;
+  const auto& owner = claims.owner;
   if (pvc && is_deleting(*pvc)) {
     p.degrade(kReasonPvcMissing, fmt::format("PVC {} of member {} is being deleted; the "
                                              "StatefulSet recreates it with the pod",
@@ -218,6 +279,7 @@ void plan_member_claim(Planning& p, const RolePlan& role, const catalog::MemberS
   } else if (pvc) {
     const auto other = controller_uid(*pvc);
     if (other.empty() || other == uid) {
+      if (claim_covered(*pvc, claims)) return;
       add_apply(p, res::kPersistentVolumeClaims, pvc_claim(*pvc, labels, &owner), pvc);
     } else {
       p.degrade(kReasonPvcMissing,
@@ -330,11 +392,14 @@ void plan_disruption_budgets(Planning& p) {
 
 void plan_claims(Planning& p) {
   std::set<std::string> kept;
+  const auto owner = owner_reference(p.stack());
   for (const auto& role : p.roles) {
+    RoleClaims claims{common_labels(p.stack(), p.app->app, role.id), owner, {}};
+    claims.claim = pvc_claim(json::object{}, claims.labels, &claims.owner);
     for (const auto& m : role.status.members) {
       if (m.pvc.empty()) continue;
       kept.insert(m.pvc);
-      plan_member_claim(p, role, m);
+      plan_member_claim(p, claims, m);
     }
     for (const auto& m : role.leaving) {
       if (m.state == catalog::kMemberDeletePending && !m.pvc.empty()) kept.insert(m.pvc);

@@ -90,9 +90,12 @@ std::optional<Snapshot> Reconciler::observe(const std::string& key) const {
   if (!s.object) return std::nullopt;  // gone: the garbage collector has the rest
   catalog::FieldErrors ignored;
   s.stack = catalog::decode_stack(*s.object, ignored);
+  // Decoding is already the canonical form this pass writes: to_json(StackStatus) is lossless,
+  // so a round trip through it would give the same value (status_test pins that). Moved, not
+  // copied: plan() reads the status from old_status only.
   if (s.stack.status) {
-    // Round-trip so that comparisons see the same canonical form this pass writes.
-    s.old_status = catalog::decode_stack_status(catalog::to_json(*s.stack.status), ignored);
+    s.old_status = std::move(*s.stack.status);
+    s.stack.status.reset();
   }
   if (!s.stack.metadata.deleting) {
     s.app = catalog_.find_app(s.stack);

@@ -23,7 +23,7 @@ namespace kstack::reconciler {
 struct Snapshot {
   std::string key;             // "<namespace>/<name>"
   informer::ObjectPtr object;  // the cached Stack, never null
-  catalog::Stack stack;        // decoded from `object`
+  catalog::Stack stack;        // decoded from `object`, its status moved to old_status
   // Its status in the canonical form this pass writes (decoded from its own JSON), so an
   // unchanged status compares equal.
   catalog::StackStatus old_status;

@@ -1,5 +1,10 @@
 #include "executor/drift.h"
 
+#include <array>
+#include <string_view>
+#include <utility>
+#include <vector>
+
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
@@ -103,6 +108,80 @@ TEST(Covers, NumbersCompareByValueWhateverTheirJsonType) {
   json::value live = json::object{{"port", std::uint64_t{8080}}};
   EXPECT_TRUE(covers(live, json::parse(R"({"port":8080})")));
   EXPECT_FALSE(covers(live, json::parse(R"({"port":"8080"})")));
+}
+
+// covers() walks without building paths; first_difference() and differing_list() build them.
+// They must decide alike on every kind of difference.
+TEST(Covers, AgreesWithFirstDifferenceAndDifferingList) {
+  const std::vector<std::pair<const char*, const char*>> cases{
+      {R"({"a":1})", R"({"a":1})"},
+      {R"({"a":1})", R"({"a":2})"},
+      {R"({"a":[1]})", R"({"a":{"b":1}})"},
+      {R"({"a":{"b":1}})", R"({"a":[1]})"},
+      {R"({"l":[1,2]})", R"({"l":[1,2]})"},
+      {R"({"l":[1,2]})", R"({"l":[1]})"},
+      {R"({"l":[{"a":1}]})", R"({"l":[{"a":2}]})"},
+      {R"({})", R"({"a":{},"b":[]})"},
+      {R"({})", R"({"a":{"b":1}})"},
+      {R"({"a":null})", R"({"a":{}})"},
+      {R"({"requests":{"cpu":"1"}})", R"({"requests":{"cpu":"1000m"}})"},
+      {R"({"requests":{"cpu":"x"}})", R"({"requests":{"cpu":"x"}})"},
+      {R"({"requests":{"cpu":"x"}})", R"({"requests":{"cpu":"y"}})"},
+      {R"({"limits":{"cpu":1}})", R"({"limits":{"cpu":"1"}})"},
+      {R"({"selector":{"a":"1","b":"2"}})", R"({"selector":{"a":"1"}})"},
+      {R"({"selector":{"a":"1"}})", R"({"selector":{"a":"1"}})"},
+      {R"({"x":{"matchLabels":{}}})", R"({"x":{"matchLabels":{}}})"},
+      {R"({"x":{"matchLabels":{"a":"1"}}})", R"({"x":{"matchLabels":{}}})"},
+      {R"({"n":1.5})", R"({"n":1.5})"},
+      {R"({"n":1})", R"({"n":1.0})"},
+      {R"({"s":"a"})", R"({"s":true})"},
+      {R"("a")", R"({"a":1})"},
+  };
+  for (const auto& [l, d] : cases) {
+    const auto live = json::parse(l);
+    const auto desired = json::parse(d);
+    const bool covered = covers(live, desired);
+    EXPECT_EQ(covered, first_difference(live, desired).empty()) << l << " / " << d;
+    EXPECT_EQ(covered, !differing_list(live, desired).has_value()) << l << " / " << d;
+  }
+}
+
+TEST(Covers, WithOverridesComparesAsIfTheDesiredObjectHeldThem) {
+  const auto desired = json::parse(R"({"spec":{"replicas":3,"selector":{"a":"1"},
+      "updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":0}}}})");
+  static constexpr std::array<std::string_view, 2> kReplicas{"spec", "replicas"};
+  static constexpr std::array<std::string_view, 4> kPartition{"spec", "updateStrategy",
+                                                              "rollingUpdate", "partition"};
+  const json::value two(2), one(1);
+  const std::array<Override, 2> overrides{Override{kReplicas, &two}, Override{kPartition, &one}};
+  // What the caller would otherwise build and compare whole.
+  auto wanted = desired;
+  wanted.at_pointer("/spec/replicas") = 2;
+  wanted.at_pointer("/spec/updateStrategy/rollingUpdate/partition") = 1;
+  for (
+      const char* live : {
+          R"({"spec":{"replicas":2,"selector":{"a":"1"},"x":1,
+               "updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":1}}}})",
+          R"({"spec":{"replicas":3,"selector":{"a":"1"},
+               "updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":1}}}})",
+          R"({"spec":{"replicas":2,"selector":{"a":"1"},
+               "updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":0}}}})",
+          R"({"spec":{"replicas":2,"selector":{"a":"1","b":"2"},
+               "updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":1}}}})",
+          R"({"spec":{"replicas":2,"selector":{"a":"1"},
+               "updateStrategy":{"type":"OnDelete","rollingUpdate":{"partition":1}}}})",
+          R"({"spec":{"replicas":2,"selector":{"a":"1"},"updateStrategy":{"type":"RollingUpdate"}}})",
+          R"({"spec":{"selector":{"a":"1"},
+               "updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":1}}}})",
+      }) {
+    const auto l = json::parse(live);
+    EXPECT_EQ(covers(l, desired, overrides), covers(l, wanted)) << live;
+  }
+  EXPECT_TRUE(covers(wanted, desired, overrides));
+  EXPECT_FALSE(covers(desired, desired, overrides)) << "the overrides' values are compared";
+  static constexpr std::array<std::string_view, 2> kAbsent{"spec", "minReadySeconds"};
+  const std::array<Override, 1> absent{Override{kAbsent, &one}};
+  EXPECT_FALSE(covers(desired, desired, absent)) << "a path desired lacks: compare whole";
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include "reconciler/plan_internal.h"
 #include "tests/unit/reconciler/plan_fixture.h"
 
 namespace kstack::reconciler::testing {
@@ -242,6 +243,40 @@ TEST(PlanCleanup, ADeletedStackWithoutTheFinalizerIsLeftToTheGarbageCollector) {
   EXPECT_FALSE(p.remove_finalizer);
   EXPECT_FALSE(p.add_finalizer);
   EXPECT_EQ(p.result.kind, Kind::kSuccess);
+}
+
+// detail::at walks plain pointers itself (it runs for every owned object in every pass); it
+// must find what json::value::find_pointer finds, and nothing where that reports an error.
+TEST(PlanAt, FindsWhatFindPointerFinds) {
+  const auto v = json::parse(R"({"metadata":{"name":"a","labels":{"kstack.io/stack":"s","":"e"},
+      "ownerReferences":[{"uid":"u0"},{"uid":"u1"}]},"spec":{"n":null,"list":[[1,2],{"k":3}]}})");
+  for (std::string_view pointer : {"",
+                                   "/",
+                                   "/metadata",
+                                   "/metadata/name",
+                                   "/metadata/name/x",
+                                   "/metadata/missing",
+                                   "/metadata/labels/kstack.io~1stack",
+                                   "/metadata/labels/",
+                                   "/metadata/ownerReferences/0/uid",
+                                   "/metadata/ownerReferences/1/uid",
+                                   "/metadata/ownerReferences/2/uid",
+                                   "/metadata/ownerReferences/01/uid",
+                                   "/metadata/ownerReferences/-",
+                                   "/metadata/ownerReferences/x",
+                                   "/metadata/ownerReferences/-1",
+                                   "/metadata/ownerReferences/",
+                                   "/spec/n",
+                                   "/spec/n/x",
+                                   "/spec/list/0/1",
+                                   "/spec/list/1/k",
+                                   "/spec/list/1/0",
+                                   "metadata",
+                                   "//",
+                                   "/spec//"}) {
+    boost::system::error_code ec;
+    EXPECT_EQ(detail::at(v, pointer), v.find_pointer(pointer, ec)) << pointer;
+  }
 }
 
 }  // namespace

@@ -1,8 +1,13 @@
 // The pure parts of Stack status: member state from the pod, conditions, ordinals.
 #include "reconciler/status.h"
 
+#include <functional>
+#include <vector>
+
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include "catalog/parse.h"
 
 namespace kstack::reconciler {
 namespace {
@@ -122,6 +127,143 @@ TEST(Status, SameStatusSeesEveryField) {
   b = a;
   b.member_state_rollup.members_down = true;
   EXPECT_FALSE(same_status(a, b));
+}
+
+// A status with every field away from its default, so that resetting any one is a change.
+catalog::StackStatus full_status() {
+  catalog::StackStatus s;
+  s.observed_generation = 3;
+  s.state = "ready";
+  s.conditions.push_back(
+      {"Ready", "True", "AllMembersReady", "all ready", "2026-01-01T00:00:00Z", 3});
+  s.cluster_service = "s";
+  s.last_node_id = 2;
+  s.config_generation = 1;
+  s.ready_members = 1;
+  s.desired_members = 1;
+  s.member_summary = "1/1";
+  s.updated_members = 1;
+  s.update_summary = "1/1";
+  s.member_state_rollup.members_waiting = true;
+  catalog::MemberStatus m;
+  m.pod = "s-r-0";
+  m.service = "s-r-0";
+  m.pvc = "data-s-r-0";
+  m.node_id = 1;
+  m.state = "ready";
+  m.template_revision = "rev";
+  m.app = "app";
+  auto& d = m.state_detail;
+  d.config_error_detail = "x";
+  d.last_config_data_generation = 0;  // present though zero: not the same as absent
+  d.last_setup_generation = 2;
+  d.configuring_container = "c1";
+  d.last_configured_container = "c0";
+  d.last_known_container_state = "running";
+  d.pending_notify_cmds.push_back({{"--addnodes", "--fqdns", "a"}});
+  d.start_script_stdout_message = "out";
+  d.start_script_stderr_message = "err";
+  d.scheduling_error_message = "sched";
+  d.last_notify_error = "notify";
+  d.last_configured_revision = "rev0";
+  d.last_configured_app = "app0";
+  d.last_configured_package = "pkg";
+  d.preupgrade_revision = "rev1";
+  d.preupgrade_container = "c2";
+  d.preupgrade_succeeded = true;
+  d.upgrade_error = "upgrade";
+  d.preupgrade_stdout = "pout";
+  d.preupgrade_stderr = "perr";
+  d.moved_at = "2026-01-01T00:01:00Z";
+  d.recovery = "recovering";
+  d.replacing = true;
+  catalog::RoleStatus r;
+  r.id = "r";
+  r.stateful_set = "s-r";
+  r.members.push_back(m);
+  r.update_revision = "rev1";
+  r.updated_members = 1;
+  r.partition = 1;
+  s.roles.push_back(r);
+  return s;
+}
+
+// same_status compares field by field; the operator used to compare the serialised forms, and
+// the reconciler no longer round-trips the old status through JSON. Both rest on to_json being
+// lossless: every field matters to both comparisons alike, and decoding gives back the value.
+TEST(Status, SameStatusAgreesWithTheSerialisedFormForEveryField) {
+  using S = catalog::StackStatus;
+  auto member = [](S& s) -> catalog::MemberStatus& { return s.roles[0].members[0]; };
+  auto detail = [&](S& s) -> catalog::MemberStateDetail& { return member(s).state_detail; };
+  const std::vector<std::function<void(S&)>> resets{
+      [](S& s) { s.observed_generation = 0; },
+      [](S& s) { s.state.clear(); },
+      [](S& s) { s.conditions.clear(); },
+      [](S& s) { s.conditions[0].type.clear(); },
+      [](S& s) { s.conditions[0].status.clear(); },
+      [](S& s) { s.conditions[0].reason.clear(); },
+      [](S& s) { s.conditions[0].message.clear(); },
+      [](S& s) { s.conditions[0].last_transition_time.clear(); },
+      [](S& s) { s.conditions[0].observed_generation = 0; },
+      [](S& s) { s.cluster_service.clear(); },
+      [](S& s) { s.last_node_id = 0; },
+      [](S& s) { s.config_generation = 0; },
+      [](S& s) { s.ready_members = 0; },
+      [](S& s) { s.desired_members = 0; },
+      [](S& s) { s.member_summary.clear(); },
+      [](S& s) { s.updated_members = 0; },
+      [](S& s) { s.update_summary.clear(); },
+      [](S& s) { s.member_state_rollup.members_waiting = false; },
+      [](S& s) { s.roles[0].id.clear(); },
+      [](S& s) { s.roles[0].stateful_set.clear(); },
+      [](S& s) { s.roles[0].members.clear(); },
+      [](S& s) { s.roles[0].update_revision.clear(); },
+      [](S& s) { s.roles[0].updated_members = 0; },
+      [](S& s) { s.roles[0].partition = 0; },
+      [&](S& s) { member(s).pod.clear(); },
+      [&](S& s) { member(s).service.clear(); },
+      [&](S& s) { member(s).pvc.clear(); },
+      [&](S& s) { member(s).node_id = 0; },
+      [&](S& s) { member(s).state.clear(); },
+      [&](S& s) { member(s).template_revision.clear(); },
+      [&](S& s) { member(s).app.clear(); },
+      [&](S& s) { detail(s).config_error_detail.clear(); },
+      [&](S& s) { detail(s).last_config_data_generation.reset(); },
+      [&](S& s) { detail(s).last_setup_generation.reset(); },
+      [&](S& s) { detail(s).configuring_container.clear(); },
+      [&](S& s) { detail(s).last_configured_container.clear(); },
+      [&](S& s) { detail(s).last_known_container_state.clear(); },
+      [&](S& s) { detail(s).pending_notify_cmds.clear(); },
+      [&](S& s) { detail(s).pending_notify_cmds[0].arguments.pop_back(); },
+      [&](S& s) { detail(s).start_script_stdout_message.clear(); },
+      [&](S& s) { detail(s).start_script_stderr_message.clear(); },
+      [&](S& s) { detail(s).scheduling_error_message.clear(); },
+      [&](S& s) { detail(s).last_notify_error.clear(); },
+      [&](S& s) { detail(s).last_configured_revision.clear(); },
+      [&](S& s) { detail(s).last_configured_app.clear(); },
+      [&](S& s) { detail(s).last_configured_package.clear(); },
+      [&](S& s) { detail(s).preupgrade_revision.clear(); },
+      [&](S& s) { detail(s).preupgrade_container.clear(); },
+      [&](S& s) { detail(s).preupgrade_succeeded = false; },
+      [&](S& s) { detail(s).upgrade_error.clear(); },
+      [&](S& s) { detail(s).preupgrade_stdout.clear(); },
+      [&](S& s) { detail(s).preupgrade_stderr.clear(); },
+      [&](S& s) { detail(s).moved_at.clear(); },
+      [&](S& s) { detail(s).recovery.clear(); },
+      [&](S& s) { detail(s).replacing = false; },
+  };
+  const auto a = full_status();
+  catalog::FieldErrors errors;
+  EXPECT_EQ(catalog::decode_stack_status(catalog::to_json(a), errors), a);
+  EXPECT_TRUE(same_status(a, full_status()));
+  for (std::size_t i = 0; i < resets.size(); ++i) {
+    auto b = full_status();
+    resets[i](b);
+    EXPECT_FALSE(same_status(a, b)) << "reset " << i;
+    EXPECT_NE(catalog::to_json(a), catalog::to_json(b)) << "reset " << i;
+    EXPECT_EQ(catalog::decode_stack_status(catalog::to_json(b), errors), b) << "reset " << i;
+  }
+  EXPECT_TRUE(errors.empty());
 }
 
 TEST(Time, Rfc3339IsUtcSeconds) {
