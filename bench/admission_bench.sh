@@ -48,7 +48,7 @@ while [[ $# -gt 0 ]]; do
     --kinds) kinds=$2; shift 2 ;;
     --servers) servers=$2; shift 2 ;;
     --perf) perf_file=$2; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
