@@ -1,6 +1,8 @@
 #include "catalog/catalog.h"
 
 #include <algorithm>
+#include <mutex>
+#include <unordered_map>
 
 #include <boost/json.hpp>
 
@@ -33,6 +35,18 @@ std::string_view string_at(const json::value& v, std::initializer_list<std::stri
 
 }  // namespace
 
+// Decoded objects keyed by store key, each with the cached object it was decoded from: an
+// entry is used only while the store still holds that very object (objects in a store are
+// immutable; an update replaces the pointer), and holding it keeps its address from being
+// reused. Deleted AppTypes' entries are dropped when the map outgrows the store.
+struct DecodeCache {
+  std::mutex mu;
+  std::unordered_map<std::string, std::pair<informer::ObjectPtr, std::shared_ptr<const AppType>>>
+      apps;
+  informer::ObjectPtr config_object;
+  std::shared_ptr<const KStackConfig> config;
+};
+
 informer::IndexFunc stacks_by_app_index(std::string system_namespace) {
   return [system = std::move(system_namespace)](const json::value& stack) {
     std::vector<std::string> out;
@@ -49,7 +63,7 @@ informer::IndexFunc stacks_by_app_index(std::string system_namespace) {
 }
 
 Catalog::Catalog(CatalogStores stores, CatalogOptions options)
-    : stores_(stores), options_(std::move(options)) {
+    : stores_(stores), options_(std::move(options)), cache_(std::make_shared<DecodeCache>()) {
   if (stores_.stacks != nullptr) {
     stores_.stacks->add_index(std::string(kStacksByAppIndex),
                               stacks_by_app_index(options_.system_namespace));
@@ -63,21 +77,51 @@ std::string Catalog::catalog_namespace(std::string_view stack_namespace,
   return {};
 }
 
-std::optional<FoundApp> Catalog::find_app(std::string_view stack_namespace,
-                                          std::string_view app_name,
-                                          std::optional<std::string_view> app_catalog) const {
+std::shared_ptr<const AppType> Catalog::decoded_app(const std::string& key) const {
+  auto obj = stores_.apptypes->get(key);
+  if (obj == nullptr) return nullptr;
+  {
+    std::lock_guard lock(cache_->mu);
+    auto it = cache_->apps.find(key);
+    if (it != cache_->apps.end() && it->second.first == obj) return it->second.second;
+  }
+  FieldErrors ignored;  // the cache holds admitted objects; decode what is there
+  auto app = std::make_shared<const AppType>(decode_apptype(*obj, ignored));
+  const std::size_t limit = 2 * stores_.apptypes->size() + 64;
+  std::lock_guard lock(cache_->mu);
+  if (cache_->apps.size() >= limit) cache_->apps.clear();
+  cache_->apps.insert_or_assign(key, std::pair(std::move(obj), app));
+  return app;
+}
+
+std::optional<FoundAppRef> Catalog::find_app_ref(
+    std::string_view stack_namespace, std::string_view app_name,
+    std::optional<std::string_view> app_catalog) const {
   if (stores_.apptypes == nullptr || app_name.empty()) return std::nullopt;
-  auto look = [&](std::string_view where) -> std::optional<FoundApp> {
+  auto look = [&](std::string_view where) -> std::optional<FoundAppRef> {
     std::string ns = catalog_namespace(stack_namespace, where);
     if (ns.empty()) return std::nullopt;
-    auto obj = stores_.apptypes->get(informer::object_key(ns, app_name));
-    if (obj == nullptr) return std::nullopt;
-    FieldErrors ignored;  // the cache holds admitted objects; decode what is there
-    return FoundApp{decode_apptype(*obj, ignored), std::string(where), std::move(ns)};
+    auto app = decoded_app(informer::object_key(ns, app_name));
+    if (app == nullptr) return std::nullopt;
+    return FoundAppRef{std::move(app), std::string(where), std::move(ns)};
   };
   if (app_catalog) return look(*app_catalog);
   if (auto local = look(kCatalogLocal)) return local;
   return look(kCatalogSystem);
+}
+
+std::optional<FoundAppRef> Catalog::find_app_ref(const Stack& stack) const {
+  std::optional<std::string_view> where;
+  if (stack.spec.app_catalog && !stack.spec.app_catalog->empty()) where = *stack.spec.app_catalog;
+  return find_app_ref(stack.metadata.namespace_name, stack.spec.app, where);
+}
+
+std::optional<FoundApp> Catalog::find_app(std::string_view stack_namespace,
+                                          std::string_view app_name,
+                                          std::optional<std::string_view> app_catalog) const {
+  auto found = find_app_ref(stack_namespace, app_name, app_catalog);
+  if (!found) return std::nullopt;
+  return FoundApp{*found->app, std::move(found->catalog), std::move(found->namespace_name)};
 }
 
 std::optional<FoundApp> Catalog::find_app(const Stack& stack) const {
@@ -110,13 +154,27 @@ std::vector<informer::ObjectPtr> Catalog::stacks_using(std::string_view app_name
   return out;
 }
 
-std::optional<KStackConfig> Catalog::config() const {
-  if (stores_.configs == nullptr) return std::nullopt;
+std::shared_ptr<const KStackConfig> Catalog::config_ref() const {
+  if (stores_.configs == nullptr) return nullptr;
   auto obj =
       stores_.configs->get(informer::object_key(options_.system_namespace, options_.config_name));
-  if (obj == nullptr) return std::nullopt;
+  if (obj == nullptr) return nullptr;
+  {
+    std::lock_guard lock(cache_->mu);
+    if (cache_->config_object == obj) return cache_->config;
+  }
   FieldErrors ignored;
-  return decode_kstack_config(*obj, ignored);
+  auto config = std::make_shared<const KStackConfig>(decode_kstack_config(*obj, ignored));
+  std::lock_guard lock(cache_->mu);
+  cache_->config_object = std::move(obj);
+  cache_->config = config;
+  return config;
+}
+
+std::optional<KStackConfig> Catalog::config() const {
+  auto config = config_ref();
+  if (config == nullptr) return std::nullopt;
+  return *config;
 }
 
 bool Catalog::storage_class_exists(std::string_view name) const {
@@ -144,8 +202,8 @@ std::optional<std::string> Catalog::cluster_default_storage_class() const {
 }
 
 std::optional<std::string> Catalog::default_storage_class() const {
-  if (auto cfg = config(); cfg && cfg->spec.default_storage_class_name &&
-                           !cfg->spec.default_storage_class_name->empty()) {
+  if (auto cfg = config_ref(); cfg && cfg->spec.default_storage_class_name &&
+                               !cfg->spec.default_storage_class_name->empty()) {
     return cfg->spec.default_storage_class_name;
   }
   return cluster_default_storage_class();

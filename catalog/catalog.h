@@ -6,6 +6,7 @@
 // a cluster (see catalog/memory_catalog.h).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,15 @@ struct FoundApp {
   std::string namespace_name;  // where it was found
 };
 
+// FoundApp sharing the decoded AppType (see Catalog::find_app_ref).
+struct FoundAppRef {
+  std::shared_ptr<const AppType> app;  // never null
+  std::string catalog;
+  std::string namespace_name;
+};
+
+struct DecodeCache;
+
 class Catalog {
  public:
   explicit Catalog(CatalogStores stores, CatalogOptions options = {});
@@ -62,6 +72,13 @@ class Catalog {
   std::optional<FoundApp> find_app(std::string_view stack_namespace, std::string_view app_name,
                                    std::optional<std::string_view> app_catalog = {}) const;
   std::optional<FoundApp> find_app(const Stack& stack) const;
+  // The same lookups without copying the AppType: the decoded object is shared, decoded once
+  // per cached object (a new resourceVersion is a new object in the store) and kept only
+  // while the store holds that object. What the admission webhook uses on every request.
+  std::optional<FoundAppRef> find_app_ref(std::string_view stack_namespace,
+                                          std::string_view app_name,
+                                          std::optional<std::string_view> app_catalog = {}) const;
+  std::optional<FoundAppRef> find_app_ref(const Stack& stack) const;
 
   // Every AppType of one namespace, sorted by name (what may be upgraded to what is decided
   // among them: upgradeFrom names AppTypes of the same namespace).
@@ -73,6 +90,8 @@ class Catalog {
 
   // `kstack-config` in the system namespace, if it exists (decoded tolerantly).
   std::optional<KStackConfig> config() const;
+  // The same, shared and decoded once per cached object (null when there is none).
+  std::shared_ptr<const KStackConfig> config_ref() const;
 
   bool knows_storage_classes() const { return stores_.storage_classes != nullptr; }
   bool storage_class_exists(std::string_view name) const;
@@ -83,8 +102,11 @@ class Catalog {
   std::optional<std::string> default_storage_class() const;
 
  private:
+  std::shared_ptr<const AppType> decoded_app(const std::string& key) const;
+
   CatalogStores stores_;
   CatalogOptions options_;
+  std::shared_ptr<DecodeCache> cache_;  // shared by copies, which see the same stores
 };
 
 }  // namespace kstack::catalog

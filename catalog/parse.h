@@ -21,6 +21,13 @@ namespace kstack::catalog {
 
 AppType decode_apptype(const boost::json::value& object, FieldErrors& errors);
 Stack decode_stack(const boost::json::value& object, FieldErrors& errors);
+// The same with `raw` copied into `raw_storage`: the admission webhook passes the request's
+// arena (allocation without malloc, freed with the request). Never a store's object's
+// storage, should that be an arena: a copy would grow it for as long as the object lives.
+AppType decode_apptype(const boost::json::value& object, FieldErrors& errors,
+                       boost::json::storage_ptr raw_storage);
+Stack decode_stack(const boost::json::value& object, FieldErrors& errors,
+                   boost::json::storage_ptr raw_storage);
 KStackConfig decode_kstack_config(const boost::json::value& object, FieldErrors& errors);
 // `status` is the value of the object's status field; errors are reported under `path`.
 StackStatus decode_stack_status(const boost::json::value& status, FieldErrors& errors,

@@ -1,4 +1,6 @@
 // Decoding of AppType objects (docs/spec.md §2.1).
+#include <memory>
+
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
@@ -145,8 +147,15 @@ std::vector<T> decode_list(const json::object& spec, std::string_view key, Decod
 }  // namespace
 
 AppType decode_apptype(const json::value& object, FieldErrors& errors) {
+  return decode_apptype(object, errors, json::storage_ptr());
+}
+
+AppType decode_apptype(const json::value& object, FieldErrors& errors,
+                       json::storage_ptr raw_storage) {
   AppType a;
-  a.raw = object;
+  // Constructed in place: assigning would copy it again into a.raw's (default) storage.
+  std::destroy_at(&a.raw);
+  std::construct_at(&a.raw, object, std::move(raw_storage));
   Decoder d(errors);
   const auto* o = object.if_object();
   if (o == nullptr) {

@@ -1,4 +1,6 @@
 // Decoding of Stack objects (docs/spec.md §2.2 spec) and of KStackConfig (§2.3).
+#include <memory>
+
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
@@ -62,8 +64,14 @@ StackRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
 }  // namespace
 
 Stack decode_stack(const json::value& object, FieldErrors& errors) {
+  return decode_stack(object, errors, json::storage_ptr());
+}
+
+Stack decode_stack(const json::value& object, FieldErrors& errors, json::storage_ptr raw_storage) {
   Stack s;
-  s.raw = object;
+  // Constructed in place: assigning would copy it again into s.raw's (default) storage.
+  std::destroy_at(&s.raw);
+  std::construct_at(&s.raw, object, std::move(raw_storage));
   Decoder d(errors);
   const auto* o = object.if_object();
   if (o == nullptr) {

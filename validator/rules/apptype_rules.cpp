@@ -387,7 +387,8 @@ Violations validate_apptype(const catalog::AppType& app) {
 
 Violations validate_apptype_object(const json::value& object) {
   Violations out;
-  auto app = catalog::decode_apptype(object, out);
+  // raw in the object's own storage (the request's arena in the webhook)
+  auto app = catalog::decode_apptype(object, out, object.storage());
   auto more = validate_apptype(app);
   out.insert(out.end(), more.begin(), more.end());
   return out;

@@ -102,13 +102,13 @@ json::array default_stack(const catalog::Stack& stack, const catalog::Stack* old
   const auto* spec_v = root ? root->if_contains("spec") : nullptr;
   const auto* spec = spec_v ? spec_v->if_object() : nullptr;
   if (spec == nullptr) return patch;
-  auto config = catalog.config();
+  auto config = catalog.config_ref();
 
   // The app is looked up where the old object says (immutable), else local then system.
   std::optional<std::string> where = non_empty(stack.spec.app_catalog);
   if (!where && old_stack) where = non_empty(old_stack->spec.app_catalog);
-  auto found = catalog.find_app(stack.metadata.namespace_name, stack.spec.app,
-                                where ? std::optional<std::string_view>(*where) : std::nullopt);
+  auto found = catalog.find_app_ref(stack.metadata.namespace_name, stack.spec.app,
+                                    where ? std::optional<std::string_view>(*where) : std::nullopt);
   if (unset(*spec, "appCatalog")) {
     if (where) {
       add(patch, pointer({"spec", "appCatalog"}), json::string(*where));
@@ -134,7 +134,7 @@ json::array default_stack(const catalog::Stack& stack, const catalog::Stack* old
     }
     add(patch, pointer({"spec", "namingScheme"}), json::string(scheme));
   }
-  default_roles(*spec, old_stack, found ? &found->app : nullptr, catalog, patch);
+  default_roles(*spec, old_stack, found ? found->app.get() : nullptr, catalog, patch);
   return patch;
 }
 

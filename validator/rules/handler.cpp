@@ -103,19 +103,20 @@ Violations RulesHandler::validate_apptype_request(const AdmissionRequest& r) con
   return out;
 }
 
-Violations RulesHandler::validate_stack_request(const AdmissionRequest& r) const {
-  if (r.operation == "CREATE") return validate_stack_object(r.object, catalog_);
-  if (spec_unchanged(r)) return {};
-  Violations out;
-  auto stack = catalog::decode_stack(r.object, out);
+Violations RulesHandler::validate_stack_request(const AdmissionRequest& r,
+                                                const catalog::Stack& stack,
+                                                const Violations& decode_errors) const {
+  if (r.operation != "CREATE" && spec_unchanged(r)) return {};
+  Violations out = decode_errors;
+  append(out, validate_stack(stack, catalog_));
+  if (r.operation == "CREATE") return out;
   Violations ignored;  // the stored object was admitted; its shape is not this request's fault
-  auto old_stack = catalog::decode_stack(r.old_object, ignored);
+  auto old_stack = catalog::decode_stack(r.old_object, ignored, r.old_object.storage());
   // The current app is looked up where the Stack lives (a hand-made review may name the
   // namespace only on the request, which evaluate() copied into the new object alone).
   if (old_stack.metadata.namespace_name.empty()) {
     old_stack.metadata.namespace_name = stack.metadata.namespace_name;
   }
-  append(out, validate_stack(stack, catalog_));
   append(out, validate_stack_update(old_stack, stack, catalog_));
   return out;
 }
@@ -147,17 +148,22 @@ Verdict RulesHandler::evaluate(const AdmissionRequest& request) const {
       check_owned_fields(OwnedFieldsInput{r.operation, r.sub_resource, r.username,
                                           options_.operator_username, &r.old_object, &r.object});
   if (r.sub_resource.empty()) {  // /status writes carry no spec: only ownership matters
+    // A Stack is decoded once, for the rules and the warnings.
+    Violations decode_errors;
+    std::optional<catalog::Stack> decoded;
+    if (stack && op != "DELETE") {
+      decoded = catalog::decode_stack(r.object, decode_errors, r.object.storage());
+    }
     if (apptype) {
       v.invalid = validate_apptype_request(r);
-    } else if (stack && op != "DELETE") {
-      v.invalid = validate_stack_request(r);
+    } else if (decoded) {
+      v.invalid = validate_stack_request(r, *decoded, decode_errors);
     } else if (config && op != "DELETE" && !(op == "UPDATE" && spec_unchanged(r))) {
       v.invalid = validate_kstack_config_object(r.object, catalog_);
     }
     if (op != "DELETE") v.warnings = field_warnings(r.kind, r.object);
-    if (stack && op != "DELETE") {
-      Violations ignored;  // shape problems are in v.invalid already
-      auto more = stack_warnings(catalog::decode_stack(r.object, ignored), catalog_);
+    if (decoded) {  // shape problems are in v.invalid already
+      auto more = stack_warnings(*decoded, catalog_);
       v.warnings.insert(v.warnings.end(), more.begin(), more.end());
     }
   }
@@ -186,11 +192,13 @@ AdmissionResponse RulesHandler::do_mutate(const AdmissionRequest& r) const {
     return response;
   }
   Violations ignored;  // shape problems are reported by validate(), which runs afterwards
-  auto stack = catalog::decode_stack(r.object, ignored);
+  auto stack = catalog::decode_stack(r.object, ignored, r.object.storage());
   if (stack.metadata.deleting) return response;  // no new defaults on the way out
   if (stack.metadata.namespace_name.empty()) stack.metadata.namespace_name = r.namespace_name;
   std::optional<catalog::Stack> old_stack;
-  if (r.operation == "UPDATE") old_stack = catalog::decode_stack(r.old_object, ignored);
+  if (r.operation == "UPDATE") {
+    old_stack = catalog::decode_stack(r.old_object, ignored, r.old_object.storage());
+  }
   auto patch = default_stack(stack, old_stack ? &*old_stack : nullptr, catalog_);
   if (!patch.empty()) response.patch = std::move(patch);
   return response;

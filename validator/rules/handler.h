@@ -57,7 +57,9 @@ class RulesHandler : public AdmissionHandler {
   AdmissionResponse do_validate(const AdmissionRequest& request) const;
   AdmissionResponse do_mutate(const AdmissionRequest& request) const;
   Violations validate_apptype_request(const AdmissionRequest& request) const;
-  Violations validate_stack_request(const AdmissionRequest& request) const;
+  // `stack` is request.object decoded, with the problems decoding found in `decode_errors`.
+  Violations validate_stack_request(const AdmissionRequest& request, const catalog::Stack& stack,
+                                    const Violations& decode_errors) const;
 
   const catalog::Catalog& catalog_;
   RulesOptions options_;

@@ -217,10 +217,10 @@ bool check_stack_name(const catalog::Stack& stack, bool crname, Violations& out)
 
 // Where the app is looked up: appCatalog when it is valid; when it is not (reported as such),
 // local then system, so that every problem that depends on the app is still reported.
-std::optional<catalog::FoundApp> find_app(const catalog::Stack& stack,
-                                          const catalog::Catalog& catalog, bool bad_catalog) {
-  if (!bad_catalog) return catalog.find_app(stack);
-  return catalog.find_app(stack.metadata.namespace_name, stack.spec.app, std::nullopt);
+std::optional<catalog::FoundAppRef> find_app(const catalog::Stack& stack,
+                                             const catalog::Catalog& catalog, bool bad_catalog) {
+  if (!bad_catalog) return catalog.find_app_ref(stack);
+  return catalog.find_app_ref(stack.metadata.namespace_name, stack.spec.app, std::nullopt);
 }
 
 std::string not_found_message(const catalog::Stack& stack, const catalog::Catalog& catalog,
@@ -240,7 +240,7 @@ std::string not_found_message(const catalog::Stack& stack, const catalog::Catalo
 Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& catalog) {
   Violations out;
   const auto& spec = stack.spec;
-  auto config = catalog.config();
+  auto config = catalog.config_ref();
   check_enum(spec.app_catalog, "spec.appCatalog", {catalog::kCatalogLocal, catalog::kCatalogSystem},
              out);
   check_enum(spec.service_type, "spec.serviceType",
@@ -256,14 +256,14 @@ Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& c
              {catalog::kRetentionDelete, catalog::kRetentionRetain}, out);
   bool bad_catalog = !out.empty() && out.front().field == "spec.appCatalog";
 
-  std::optional<catalog::FoundApp> found;
+  std::optional<catalog::FoundAppRef> found;
   if (!spec.app.empty()) {
     found = find_app(stack, catalog, bad_catalog);
     if (!found) out.push_back({"spec.app", not_found_message(stack, catalog, bad_catalog)});
   }
-  const catalog::AppType* app = found ? &found->app : nullptr;
+  const catalog::AppType* app = found ? found->app.get() : nullptr;
 
-  const catalog::KStackConfig* cfg = config ? &*config : nullptr;
+  const catalog::KStackConfig* cfg = config.get();
   const std::string scheme = catalog::effective_naming_scheme(stack, cfg);
   const bool known_scheme = scheme == catalog::kNamingCrNameRole || scheme == catalog::kNamingUID;
   const auto names = catalog::ObjectNames::of(stack, cfg);

@@ -88,14 +88,14 @@ void check_app_change(const catalog::Stack& old_stack, const catalog::Stack& new
   const std::string& to = new_stack.spec.app;
   if (from.empty() || to == from) return;
   const std::string head = fmt::format("cannot change from \"{}\" to \"{}\"", from, to);
-  auto current = catalog.find_app(old_stack);
+  auto current = catalog.find_app_ref(old_stack);
   if (!current) {
     out.push_back({"spec.app", fmt::format("{}: the current AppType \"{}\" is not found, so "
                                            "what it may be upgraded to is unknown",
                                            head, from)});
     return;
   }
-  const std::string& distro = current->app.spec.distro_id;
+  const std::string& distro = current->app->spec.distro_id;
   std::vector<std::string> allowed;
   std::vector<std::string> other_distro;  // list it, but are another app
   for (const auto& a : catalog.apps_in(current->namespace_name)) {
@@ -109,7 +109,7 @@ void check_app_change(const catalog::Stack& old_stack, const catalog::Stack& new
   } else if (new_stack.spec.app_catalog && !new_stack.spec.app_catalog->empty()) {
     where = *new_stack.spec.app_catalog;
   }
-  auto target = catalog.find_app(new_stack.metadata.namespace_name, to, where);
+  auto target = catalog.find_app_ref(new_stack.metadata.namespace_name, to, where);
   if (target && target->namespace_name == current->namespace_name &&
       std::find(allowed.begin(), allowed.end(), to) != allowed.end()) {
     return;
@@ -117,7 +117,7 @@ void check_app_change(const catalog::Stack& old_stack, const catalog::Stack& new
   // A rollback: members still run (or were last set up by) that AppType, as the operator's
   // status says; setting spec.app back moves the others back the same way.
   if (target && target->namespace_name == current->namespace_name &&
-      target->app.spec.distro_id == distro && runs(old_stack, to)) {
+      target->app->spec.distro_id == distro && runs(old_stack, to)) {
     return;
   }
   if (allowed.empty()) {

@@ -78,11 +78,11 @@ std::vector<std::string> stack_warnings(const catalog::Stack& stack,
                                         const catalog::Catalog& catalog) {
   std::vector<std::string> out;
   if (stack.spec.app.empty()) return out;
-  auto found = catalog.find_app(stack);
+  auto found = catalog.find_app_ref(stack);
   if (!found) return out;
   for (std::size_t i = 0; i < stack.spec.roles.size(); ++i) {
     const auto& role = stack.spec.roles[i];
-    const catalog::AppRole* app_role = catalog::find_role(found->app, role.id);
+    const catalog::AppRole* app_role = catalog::find_role(*found->app, role.id);
     if (app_role == nullptr || !app_role->min_available.is_int64()) continue;
     const std::int64_t min = app_role->min_available.get_int64();
     const std::int64_t members = catalog::effective_members(app_role, role);
@@ -92,7 +92,7 @@ std::vector<std::string> stack_warnings(const catalog::Stack& stack,
         "PodDisruptionBudget allows no eviction, so no member of it can be evicted (node drains "
         "wait)",
         catalog::child_path(catalog::index_path("spec.roles", i), "members"), members,
-        members == 1 ? "" : "s", role.id, min, found->app.metadata.name));
+        members == 1 ? "" : "s", role.id, min, found->app->metadata.name));
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #include "catalog/catalog.h"
 
 #include <boost/json.hpp>
+#include <boost/json/monotonic_resource.hpp>
 #include <gtest/gtest.h>
 
 #include "catalog/memory_catalog.h"
@@ -178,6 +179,63 @@ TEST(Catalog, WorksOverPlainStoresWithoutMemoryCatalog) {
   EXPECT_EQ(keys(c.stacks_using("kstack-system", "db")), std::vector<std::string>{"ns/s"});
   EXPECT_FALSE(c.config().has_value());
   EXPECT_FALSE(c.knows_storage_classes());
+}
+
+TEST(Catalog, DecodedAppsAreSharedUntilTheStoreReplacesTheObject) {
+  MemoryCatalog m;
+  m.add(apptype("team-a", "db", "1"));
+  const auto& c = m.catalog();
+  auto first = c.find_app_ref("team-a", "db");
+  auto again = c.find_app_ref("team-a", "db");
+  ASSERT_TRUE(first.has_value() && again.has_value());
+  EXPECT_EQ(first->app.get(), again->app.get());  // decoded once
+  EXPECT_EQ(first->app->spec.version, "1");
+  EXPECT_EQ(first->catalog, "local");
+
+  m.add(apptype("team-a", "db", "2"));  // an update: a new object under the same key
+  auto updated = c.find_app_ref("team-a", "db");
+  ASSERT_TRUE(updated.has_value());
+  EXPECT_EQ(updated->app->spec.version, "2");
+  EXPECT_EQ(c.find_app("team-a", "db")->app.spec.version, "2");
+  EXPECT_EQ(first->app->spec.version, "1");  // a holder keeps what it was given
+
+  ASSERT_TRUE(m.remove("AppType", "team-a/db"));
+  EXPECT_FALSE(c.find_app_ref("team-a", "db").has_value());
+  EXPECT_FALSE(c.find_app("team-a", "db").has_value());
+}
+
+TEST(Catalog, DecodedConfigFollowsTheStore) {
+  MemoryCatalog m;
+  const auto& c = m.catalog();
+  EXPECT_EQ(c.config_ref(), nullptr);
+  auto config = [](std::string_view service_type) {
+    return json::value{{"kind", "KStackConfig"},
+                       {"metadata", {{"name", "kstack-config"}, {"namespace", "kstack-system"}}},
+                       {"spec", {{"defaultServiceType", service_type}}}};
+  };
+  m.add(config("NodePort"));
+  EXPECT_EQ(c.config_ref()->spec.default_service_type, "NodePort");
+  EXPECT_EQ(c.config_ref().get(), c.config_ref().get());
+  m.add(config("LoadBalancer"));
+  EXPECT_EQ(c.config_ref()->spec.default_service_type, "LoadBalancer");
+  EXPECT_EQ(c.config()->spec.default_service_type, "LoadBalancer");
+  ASSERT_TRUE(m.remove("KStackConfig", "kstack-system/kstack-config"));
+  EXPECT_EQ(c.config_ref(), nullptr);
+  EXPECT_FALSE(c.config().has_value());
+}
+
+TEST(Catalog, DecodeStackCopiesRawIntoTheGivenStorage) {
+  const json::value object = stack("team-a", "s", "db", "local");
+  auto arena = json::make_shared_resource<json::monotonic_resource>();
+  FieldErrors errors;
+  Stack s = decode_stack(object, errors, arena);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(s.raw, object);
+  EXPECT_EQ(s.raw.storage().get(), arena.get());
+  EXPECT_EQ(s.spec.app, "db");
+  Stack plain = decode_stack(object, errors);
+  EXPECT_EQ(plain.raw, object);
+  EXPECT_EQ(plain.raw.storage().get(), json::storage_ptr().get());  // the default resource
 }
 
 }  // namespace
