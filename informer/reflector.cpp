@@ -2,6 +2,10 @@
 
 #include <random>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <boost/json.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -130,6 +134,11 @@ bool Reflector::list(const kube::CancelToken& cancel) {
   }
   if (cancel.cancelled()) return false;
   auto deltas = store_.replace(std::move(*objects), rv);
+#ifdef __GLIBC__
+  // The list's pages were parsed into memory freed since, between the cached blocks: give the
+  // whole free pages back (a list is rare: start-up and after 410 Gone).
+  if (options_.compact_objects) malloc_trim(0);
+#endif
   set_resource_version(std::move(rv));
   store_.mark_synced();
   for (const auto& d : deltas) {
