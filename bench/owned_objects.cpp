@@ -1,5 +1,6 @@
 #include "bench/owned_objects.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -56,7 +57,24 @@ tl::expected<std::vector<OwnedObject>, std::string> owned_objects(const json::va
   for (auto& o : live.pvcs) {
     out.push_back(for_create(kube::resources::kPersistentVolumeClaims, std::move(o)));
   }
-  for (auto& o : live.pods) out.push_back(for_create(kube::resources::kPods, std::move(o)));
+  for (auto& o : live.pods) {
+    // live_objects lists the claim and token volumes only: add the template's (the
+    // StatefulSet controller copies them), which the containers mount.
+    const auto& owner = o.at("metadata").at("ownerReferences").at(0).at("name");
+    for (const auto& sts : live.stateful_sets) {
+      if (sts.at("metadata").at("name") != owner) continue;
+      const auto* tv = sts.at("spec").at("template").at("spec").as_object().if_contains("volumes");
+      if (tv == nullptr) break;
+      auto& volumes = o.at("spec").as_object()["volumes"].as_array();
+      for (const auto& v : tv->as_array()) {
+        const bool present = std::any_of(volumes.begin(), volumes.end(), [&](const auto& x) {
+          return x.at("name") == v.at("name");
+        });
+        if (!present) volumes.push_back(v);
+      }
+    }
+    out.push_back(for_create(kube::resources::kPods, std::move(o)));
+  }
   return out;
 }
 
