@@ -17,15 +17,32 @@ namespace json = boost::json;
 
 namespace {
 
+boost::system::error_code& ec_ignored() {
+  thread_local boost::system::error_code ec;
+  return ec;
+}
+
+std::string str_at(const json::value& v, std::string_view pointer) {
+  boost::system::error_code ec;
+  const auto* p = v.find_pointer(pointer, ec);
+  return p != nullptr && p->is_string() ? std::string(p->get_string()) : std::string();
+}
+
 OwnedObject for_create(const kube::ResourceType& type, json::value live) {
-  auto& o = live.as_object();
-  auto& md = o["metadata"].as_object();
+  auto* op = live.if_object();
+  if (op == nullptr) throw std::runtime_error(fmt::format("{}: not an object", type.kind));
+  auto& o = *op;
+  auto* mdp = o["metadata"].if_object();
+  if (mdp == nullptr) {
+    throw std::runtime_error(fmt::format("{}: metadata is {}", type.kind, json::serialize(live)));
+  }
+  auto& md = *mdp;
   for (const char* f : {"uid", "resourceVersion", "creationTimestamp", "generation"}) md.erase(f);
   json::value status;
   if (auto* s = o.if_contains("status")) status = std::move(*s);
   o.erase("status");
   if (type.plural == kube::resources::kServices.plural) {
-    auto& spec = o["spec"].as_object();
+    auto& spec = o["spec"].as_object();  // a Service always has one
     // The API server allocates the ClusterIPs; "None" (headless) stays.
     if (spec.contains("clusterIP") && spec.at("clusterIP") != "None") spec.erase("clusterIP");
     if (!spec.contains("clusterIP")) spec.erase("clusterIPs");
@@ -34,7 +51,7 @@ OwnedObject for_create(const kube::ResourceType& type, json::value live) {
   if (type.plural == kube::resources::kPods.plural) {
     // No controller-manager makes the token Secret that admission would mount; the pod
     // already lists its token volume as the real one does.
-    o["spec"].as_object()["automountServiceAccountToken"] = false;
+    if (auto* spec = o["spec"].if_object()) (*spec)["automountServiceAccountToken"] = false;
   }
   return {type, std::move(live), std::move(status)};
 }
@@ -43,7 +60,7 @@ OwnedObject for_create(const kube::ResourceType& type, json::value live) {
 
 tl::expected<std::vector<OwnedObject>, std::string> owned_objects(const json::value& stored_stack,
                                                                   const catalog::AppType& app,
-                                                                  std::uint64_t& serial) {
+                                                                  std::uint64_t& serial) try {
   catalog::FieldErrors errors;
   const auto stack = catalog::decode_stack(stored_stack, errors);
   auto desired = reconciler::desired_state(stack, app, nullptr);
@@ -60,22 +77,44 @@ tl::expected<std::vector<OwnedObject>, std::string> owned_objects(const json::va
   for (auto& o : live.pods) {
     // live_objects lists the claim and token volumes only: add the template's (the
     // StatefulSet controller copies them), which the containers mount.
-    const auto& owner = o.at("metadata").at("ownerReferences").at(0).at("name");
+    const auto owner = str_at(o, "/metadata/ownerReferences/0/name");
+    auto* volumes = o.find_pointer("/spec/volumes", ec_ignored());
     for (const auto& sts : live.stateful_sets) {
-      if (sts.at("metadata").at("name") != owner) continue;
-      const auto* tv = sts.at("spec").at("template").at("spec").as_object().if_contains("volumes");
-      if (tv == nullptr) break;
-      auto& volumes = o.at("spec").as_object()["volumes"].as_array();
-      for (const auto& v : tv->as_array()) {
-        const bool present = std::any_of(volumes.begin(), volumes.end(), [&](const auto& x) {
-          return x.at("name") == v.at("name");
-        });
-        if (!present) volumes.push_back(v);
+      if (str_at(sts, "/metadata/name") != owner || volumes == nullptr) continue;
+      const auto* tv = sts.find_pointer("/spec/template/spec/volumes", ec_ignored());
+      if (tv == nullptr || !tv->is_array() || !volumes->is_array()) break;
+      for (const auto& v : tv->get_array()) {
+        const auto name = str_at(v, "/name");
+        bool present = false;
+        for (const auto& x : volumes->get_array()) present = present || str_at(x, "/name") == name;
+        if (!present) volumes->get_array().push_back(v);
+      }
+    }
+    // A mount still without a volume (kstack's own volumes): an emptyDir, which the pod's
+    // validation needs and which does not change the cached size much.
+    auto* containers = o.find_pointer("/spec/containers", ec_ignored());
+    if (volumes != nullptr && volumes->is_array() && containers != nullptr &&
+        containers->is_array()) {
+      for (const auto& c : containers->get_array()) {
+        const auto* mounts = c.find_pointer("/volumeMounts", ec_ignored());
+        if (mounts == nullptr || !mounts->is_array()) continue;
+        for (const auto& m : mounts->get_array()) {
+          const auto name = str_at(m, "/name");
+          bool present = false;
+          for (const auto& x : volumes->get_array())
+            present = present || str_at(x, "/name") == name;
+          if (!present) {
+            volumes->get_array().push_back(
+                json::object{{"name", name}, {"emptyDir", json::object{}}});
+          }
+        }
       }
     }
     out.push_back(for_create(kube::resources::kPods, std::move(o)));
   }
   return out;
+} catch (const std::exception& e) {
+  return tl::unexpected(std::string("owned objects: ") + e.what());
 }
 
 tl::expected<void, std::string> create_owned(kube::Client& client,
