@@ -220,7 +220,7 @@ tl::expected<void, std::string> create_owned_kind(kube::Client& client, const st
   const auto type = kind_info(kind).type;
   const int per_stack = kind == "stacks"         ? 1
                         : kind == "statefulsets" ? shape.roles
-                        : kind == "services"     ? shape.roles * (shape.members + 1)
+                        : kind == "services"     ? 1 + shape.roles * shape.members
                                                  : shape.roles * shape.members;
   const int stacks = (objects + per_stack - 1) / per_stack;
   std::vector<bench::Creation> creations{
