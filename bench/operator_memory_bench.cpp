@@ -3,6 +3,10 @@
 // Stacks (default 1,000) in one namespace, and the leader Lease held by someone else for an hour,
 // so that every operator started here only caches (its controller's and its webhook's
 // informers all run; nothing is reconciled, no object is written: the figures are the caches').
+// With --members M, each Stack also gets the objects kstack's reconciler makes for M members
+// (3 StatefulSets, a headless and M member Services, M claims and M pods, with kstack's labels:
+// bench/owned_objects.h), so that the operator's informers of owned kinds cache them too; the
+// pods stay Pending (no nodes), their status is a Running one PUT by the bench.
 // Each `--kstack` binary given is started in turn on the same objects and measured:
 //   ready      time from start to /readyz 200 (every cache synced, the webhook serving)
 //   VmRSS      /proc/<pid>/status at ready, and again after --settle seconds idle; VmHWM
@@ -27,8 +31,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "bench/owned_objects.h"
 #include "bench/reconciler/bench_cluster.h"
 #include "catalog/model.h"
+#include "catalog/parse.h"
 #include "tests/testenv/process.h"
 
 namespace {
@@ -44,6 +50,8 @@ const std::vector<std::string> kSharedKinds = {"stacks", "apptypes", "kstackconf
 
 struct Options {
   int stacks = 1000;
+  int members = 0;  // per Stack, over 3 roles: with owned objects (StatefulSets, Services...)
+  int threads = 8;
   std::vector<std::string> binaries;
   std::vector<std::string> extra_args;
   int settle_seconds = 5;
@@ -105,11 +113,17 @@ std::map<std::string, double> server_watches(kube::Client& admin) {
                     {R"(verb="WATCH")", R"(group="kstack.io")"}, "resource");
 }
 
-tl::expected<void, std::string> create_objects(kube::Client& client, int stacks) {
+tl::expected<void, std::string> create_objects(kube::Client& client, const Options& o) {
+  const int stacks = o.stacks;
   for (const char* ns : {kOperatorNamespace, kStackNamespace}) {
     if (auto ok = bench::create_namespace(client, ns, false); !ok) return ok;
   }
   bench::Shape shape;
+  if (o.members > 0) {
+    shape.roles = o.members % 3 == 0 ? 3 : 1;
+    shape.members = o.members / shape.roles;
+    shape.storage = true;
+  }
   std::vector<bench::Creation> creations;
   creations.push_back(
       {catalog::resources::kAppTypes, bench::apptype_object(kStackNamespace, shape)});
@@ -124,8 +138,26 @@ tl::expected<void, std::string> create_objects(kube::Client& client, int stacks)
       {"metadata", {{"name", "kstack-operator"}, {"namespace", kOperatorNamespace}}},
       {"spec", {{"holderIdentity", "bench-holder"}, {"leaseDurationSeconds", 3600}}}};
   creations.push_back({kube::resources::kLeases, std::move(lease)});
-  auto created = bench::create_all(client, creations, 4);
+  auto created = bench::create_all(client, creations, o.threads);
   if (!created) return tl::unexpected(created.error());
+  if (o.members <= 0) return {};
+  // What the reconciler would have made for each Stack, with kstack's labels, so that the
+  // operator's informers of owned kinds cache them (bench/owned_objects.h).
+  if (auto ok = bench::create_default_service_account(client, kStackNamespace); !ok) return ok;
+  catalog::FieldErrors errors;
+  const auto app = catalog::decode_apptype(created->front(), errors);
+  std::uint64_t serial = 0;
+  std::vector<bench::OwnedObject> owned;
+  for (std::size_t i = 1; i <= static_cast<std::size_t>(stacks); ++i) {
+    auto objects = bench::owned_objects((*created)[i], app, serial);
+    if (!objects) return tl::unexpected(objects.error());
+    for (auto& x : *objects) owned.push_back(std::move(x));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  if (auto ok = bench::create_owned(client, owned, o.threads); !ok) return ok;
+  fmt::print("created {} owned objects ({} per Stack) in {:.1f} s\n", owned.size(),
+             owned.size() / static_cast<std::size_t>(std::max(1, stacks)),
+             bench::seconds(std::chrono::steady_clock::now() - start));
   return {};
 }
 
@@ -173,18 +205,27 @@ tl::expected<Figures, std::string> measure(const testenv::ControlPlane& cp, kube
   return f;
 }
 
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
 void report(const Options& o, const std::vector<Figures>& all) {
   fmt::print(
-      "\n{} Stacks cached; VmRSS in MiB; watches = the API server's WATCH requests in "
-      "flight from the operator; informers = its kstack_informers\n",
-      o.stacks);
-  fmt::print("{:<48} {:>8} {:>10} {:>10} {:>8}", "binary", "ready s", "RSS ready", "RSS idle",
-             "HWM");
+      "\n{} Stacks cached ({} members each{}); VmRSS in MiB; KiB/Stack = RSS idle / Stacks; "
+      "watches = the API server's WATCH requests in flight from the operator; informers = its "
+      "kstack_informers; load {}\n",
+      o.stacks, o.members, o.members > 0 ? ", with their owned objects" : "", load_average());
+  fmt::print("{:<48} {:>8} {:>10} {:>10} {:>8} {:>10}", "binary", "ready s", "RSS ready",
+             "RSS idle", "HWM", "KiB/Stack");
   for (const auto& k : kSharedKinds) fmt::print(" {:>14}", k + " w/i");
   fmt::print("\n");
   for (const auto& f : all) {
-    fmt::print("{:<48} {:>8.2f} {:>10.1f} {:>10.1f} {:>8.1f}", f.binary, f.ready_s,
-               f.rss_ready_kib / 1024.0, f.rss_settled_kib / 1024.0, f.hwm_kib / 1024.0);
+    fmt::print("{:<48} {:>8.2f} {:>10.1f} {:>10.1f} {:>8.1f} {:>10.2f}", f.binary, f.ready_s,
+               f.rss_ready_kib / 1024.0, f.rss_settled_kib / 1024.0, f.hwm_kib / 1024.0,
+               static_cast<double>(f.rss_settled_kib) / std::max(1, o.stacks));
     for (const auto& k : kSharedKinds) {
       const auto w = f.watches.find(k);
       const auto i = f.informers.find(k);
@@ -204,6 +245,10 @@ int main(int argc, char** argv) {
   cli.add_option("--kstack", o.binaries, "kstack binaries to measure in turn")
       ->default_str(KSTACK_BINARY);
   cli.add_option("--stacks", o.stacks, "Stacks created (and cached by the operator)");
+  cli.add_option("--members", o.members,
+                 "members per Stack (3 roles): also create each Stack's StatefulSets, Services, "
+                 "claims and pods as kstack would (0: Stacks only)");
+  cli.add_option("--threads", o.threads, "client threads creating the objects");
   cli.add_option("--settle", o.settle_seconds, "seconds idle before the second RSS reading");
   cli.add_option("--rounds", o.rounds, "measure every binary this many times, alternating");
   cli.add_option("--operator-arg", o.extra_args, "extra flag for `kstack operator` (repeatable)");
@@ -217,7 +262,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto admin = bench::admin_client(**cp);
-  if (auto ok = create_objects(*admin, o.stacks); !ok) {
+  if (auto ok = create_objects(*admin, o); !ok) {
     fmt::print(stderr, "{}\n", ok.error());
     return 1;
   }

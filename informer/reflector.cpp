@@ -2,9 +2,15 @@
 
 #include <random>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <boost/json.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include "informer/compact.h"
 
 namespace kstack::informer {
 namespace json = boost::json;
@@ -28,13 +34,16 @@ void Reflector::set_resource_version(std::string rv) {
   last_rv_ = std::move(rv);
 }
 
-ObjectPtr Reflector::ingest(json::value object) const {
+ObjectPtr Reflector::ingest(json::value object, bool cached) const {
   if (auto* o = object.if_object(); o && options_.drop_managed_fields) {
     if (auto* md = o->if_contains("metadata"); md && md->is_object()) {
       md->get_object().erase("managedFields");
     }
   }
   if (options_.transform) options_.transform(object);
+  if (cached && options_.compact_objects) {
+    return std::make_shared<const json::value>(compact(object).value);
+  }
   return std::make_shared<const json::value>(std::move(object));
 }
 
@@ -59,30 +68,52 @@ kube::Result<std::vector<ObjectPtr>> Reflector::fetch(std::string& version) cons
   kube::ListOptions lo;
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
-  lo.limit = options_.page_size;
-  auto result = client_->list_all(options_.type, options_.namespace_name, lo);
-  if (!result) return tl::unexpected(std::move(result.error()));
-  // list_all checked the List's shape; checked again here without throwing, as this thread
-  // must survive any answer.
-  auto* list = result->if_object();
-  auto* items = list ? list->if_contains("items") : nullptr;
-  if (items == nullptr || !items->is_array()) {
-    return kube::make_error(kube::ErrorKind::kDecode,
-                            fmt::format("LIST {}: no \"items\" array", options_.type.plural));
-  }
-  auto rv = list_version(*list, options_.type.plural);
-  if (!rv) return tl::unexpected(std::move(rv.error()));
-  version = std::move(*rv);
-  // A List's items carry no apiVersion/kind; fill them in so cached objects are complete.
+  lo.limit = options_.page_size > 0 ? options_.page_size : kListPageSize;
+  // Page by page (as Client::list_all does, without keeping the pages): each page's items are
+  // cached, then the page is freed before the next one is read, so a list of N objects never
+  // holds N parsed DOMs besides the cache (their freed memory would stay in the heap).
+  const std::string what = fmt::format("LIST {}", options_.type.plural);
   const std::string api_version = options_.type.api_version();
   std::vector<ObjectPtr> objects;
-  objects.reserve(items->get_array().size());
-  for (auto& item : items->get_array()) {
-    auto* o = item.if_object();
-    if (o == nullptr) continue;  // not an object: nothing a cache could key
-    if (!o->contains("apiVersion")) (*o)["apiVersion"] = api_version;
-    if (!o->contains("kind")) (*o)["kind"] = options_.type.kind;
-    objects.push_back(ingest(std::move(item)));
+  for (bool first = true;; first = false) {
+    auto page = client_->list(options_.type, options_.namespace_name, lo);
+    if (!page) return tl::unexpected(std::move(page.error()));
+    // Checked without throwing, as this thread must survive any answer.
+    auto* list = page->if_object();
+    if (list == nullptr) {
+      return kube::make_error(kube::ErrorKind::kDecode,
+                              fmt::format("{}: the answer is not a List object", what));
+    }
+    auto* items = list->if_contains("items");
+    if (items != nullptr && !items->is_array() && !items->is_null()) {
+      return kube::make_error(kube::ErrorKind::kDecode,
+                              fmt::format("{}: \"items\" is not an array", what));
+    }
+    const auto* md = list->if_contains("metadata");
+    const auto* next = md && md->is_object() ? md->get_object().if_contains("continue") : nullptr;
+    if (next != nullptr && !next->is_string() && !next->is_null()) {
+      return kube::make_error(kube::ErrorKind::kDecode,
+                              fmt::format("{}: \"metadata.continue\" is not a string", what));
+    }
+    if (first) {
+      // Later pages are served from the first page's snapshot: its version is the list's.
+      auto rv = list_version(*list, options_.type.plural);
+      if (!rv) return tl::unexpected(std::move(rv.error()));
+      version = std::move(*rv);
+    }
+    if (items != nullptr && items->is_array()) {
+      objects.reserve(objects.size() + items->get_array().size());
+      for (auto& item : items->get_array()) {
+        auto* o = item.if_object();
+        if (o == nullptr) continue;  // not an object: nothing a cache could key
+        // A List's items carry no apiVersion/kind; fill them in so cached objects are complete.
+        if (!o->contains("apiVersion")) (*o)["apiVersion"] = api_version;
+        if (!o->contains("kind")) (*o)["kind"] = options_.type.kind;
+        objects.push_back(ingest(std::move(item)));
+      }
+    }
+    if (next == nullptr || !next->is_string() || next->get_string().empty()) break;
+    lo.continue_token = std::string(next->get_string());
   }
   return objects;
 }
@@ -103,6 +134,11 @@ bool Reflector::list(const kube::CancelToken& cancel) {
   }
   if (cancel.cancelled()) return false;
   auto deltas = store_.replace(std::move(*objects), rv);
+#ifdef __GLIBC__
+  // The list's pages were parsed into memory freed since, between the cached blocks: give the
+  // whole free pages back (a list is rare: start-up and after 410 Gone).
+  if (options_.compact_objects) malloc_trim(0);
+#endif
   set_resource_version(std::move(rv));
   store_.mark_synced();
   for (const auto& d : deltas) {
@@ -159,7 +195,7 @@ kube::Result<void> Reflector::watch(const kube::CancelToken& cancel) {
             break;
           }
           case kube::WatchEvent::Type::kDeleted: {
-            auto obj = ingest(std::move(ev.object));
+            auto obj = ingest(std::move(ev.object), false);  // handed to handlers, not cached
             store_.erase(object_key(*obj), rv);
             sink_.on_delete(obj, false);
             break;
