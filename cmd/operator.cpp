@@ -215,6 +215,7 @@ validator::WebhookOptions webhook_options(const OperatorOptions& options, std::s
   w.informers = std::move(informers);
   w.system_namespace = options.operator_namespace;
   w.operator_username = std::move(username);
+  w.watch_namespace = options.watch_namespace;
   w.server.bind_address = options.bind_address;
   w.server.port = options.webhook_port;
   w.server.max_connections = options.webhook_max_connections;

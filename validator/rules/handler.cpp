@@ -191,7 +191,9 @@ AdmissionResponse RulesHandler::do_mutate(const AdmissionRequest& r) const {
   if (stack.metadata.namespace_name.empty()) stack.metadata.namespace_name = r.namespace_name;
   std::optional<catalog::Stack> old_stack;
   if (r.operation == "UPDATE") old_stack = catalog::decode_stack(r.old_object, ignored);
-  auto patch = default_stack(stack, old_stack ? &*old_stack : nullptr, catalog_);
+  const bool finalize = options_.finalizer_namespace.empty() ||
+                        options_.finalizer_namespace == stack.metadata.namespace_name;
+  auto patch = default_stack(stack, old_stack ? &*old_stack : nullptr, catalog_, finalize);
   if (!patch.empty()) response.patch = std::move(patch);
   return response;
 }
