@@ -271,6 +271,7 @@ reconciler::ControllerOptions controller_options(
   co.resync_period = options.resync_period;
   co.poll_interval = std::chrono::milliseconds(options.poll_interval_ms);
   co.coalesce = std::chrono::milliseconds(options.coalesce_ms);
+  co.status_progress_interval = std::chrono::milliseconds(options.status_progress_ms);
   co.start_workers = false;  // leader election (or run_operator) starts them
   co.queue_metrics = metrics.queue_metrics();
   co.on_reconcile = [&metrics](std::string_view result, std::chrono::nanoseconds duration) {
