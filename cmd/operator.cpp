@@ -215,6 +215,7 @@ validator::WebhookOptions webhook_options(const OperatorOptions& options, std::s
   w.informers = std::move(informers);
   w.system_namespace = options.operator_namespace;
   w.operator_username = std::move(username);
+  w.watch_namespace = options.watch_namespace;
   w.server.bind_address = options.bind_address;
   w.server.port = options.webhook_port;
   w.server.max_connections = options.webhook_max_connections;
@@ -270,6 +271,7 @@ reconciler::ControllerOptions controller_options(
   co.resync_period = options.resync_period;
   co.poll_interval = std::chrono::milliseconds(options.poll_interval_ms);
   co.coalesce = std::chrono::milliseconds(options.coalesce_ms);
+  co.status_progress_interval = std::chrono::milliseconds(options.status_progress_ms);
   co.start_workers = false;  // leader election (or run_operator) starts them
   co.queue_metrics = metrics.queue_metrics();
   co.on_reconcile = [&metrics](std::string_view result, std::chrono::nanoseconds duration) {

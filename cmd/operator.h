@@ -35,6 +35,8 @@ struct OperatorOptions {
   std::chrono::milliseconds resync_period{5 * 60 * 1000};
   int poll_interval_ms = 2000;
   int coalesce_ms = 250;  // pod / StatefulSet-status events wait this long (0: not at all)
+  // members' progress alone is written at most this often per Stack (0: at once)
+  int status_progress_ms = 5000;
 
   // Endpoints: probes (/healthz, /readyz) and /metrics; 0 = off; the same port serves all.
   std::string bind_address = "0.0.0.0";  // of every listening port

@@ -165,6 +165,13 @@ CLI::App* add_operator_command(CLI::App& app, OperatorOptions& o) {
                    "so a burst of member transitions is one pass (0: no wait; drift never waits)")
       ->check(CLI::Range(0, 10000))
       ->envname("KSTACK_COALESCE_MS");
+  controller
+      ->add_option("--status-progress-ms", o.status_progress_ms,
+                   "A status write that only carries members' progress (pods starting) waits "
+                   "until this long after the Stack's last one; state and condition changes are "
+                   "written at once (0: every change at once)")
+      ->check(CLI::Range(0, 600000))
+      ->envname("KSTACK_STATUS_PROGRESS_MS");
 
   auto* endpoints = cmd->add_option_group("Endpoints");
   endpoints

@@ -153,10 +153,55 @@ std::optional<WorkResult> Acting::set_finalizers(bool add) {
   return std::nullopt;
 }
 
+// The plan's writes in the order they are sent: as planned, except that a pass creating
+// StatefulSets sends its Service applies after them, so that the pods (the slow part: scheduled,
+// pulled, started) get going while the Services are made; nothing needs a Service to exist
+// before its pods are made (the headless Service's DNS records follow the pods, as a
+// StatefulSet's do in any cluster).
+std::vector<const Write*> write_order(const std::vector<Write>& writes) {
+  std::vector<const Write*> out;
+  out.reserve(writes.size());
+  const bool creates_sets = std::any_of(writes.begin(), writes.end(), [](const Write& w) {
+    return w.op == Write::Op::kApply && w.type != nullptr && *w.type == res::kStatefulSets &&
+           !w.live;
+  });
+  auto service_apply = [](const Write& w) {
+    return w.op == Write::Op::kApply && w.type != nullptr && *w.type == res::kServices;
+  };
+  for (const auto& w : writes) {
+    if (!creates_sets || !service_apply(w)) out.push_back(&w);
+  }
+  if (creates_sets) {
+    for (const auto& w : writes) {
+      if (service_apply(w)) out.push_back(&w);
+    }
+  }
+  return out;
+}
+
+// A later pass within `wait`: the sooner of the plan's own requeue and `wait`.
+WorkResult look_again_within(WorkResult result, std::chrono::milliseconds wait) {
+  switch (result.kind) {
+    case WorkResult::Kind::kSuccess:
+      return WorkResult::requeue_after(wait);
+    case WorkResult::Kind::kRequeueAfter:
+      if (result.delay > wait) result.delay = wait;
+      return result;
+    default:
+      return result;  // errors and immediate requeues come back sooner anyway
+  }
+}
+
 WorkResult Acting::write_status(WorkResult result) {
   const catalog::StackStatus* status = &plan.status;
   catalog::StackStatus with_failures;
   bool changed = plan.write_status;
+  if (changed && plan.progress_only && failed_applies.empty() && !failure && a.pacer != nullptr) {
+    if (auto wait = a.pacer->hold(snap.key, snap.clock)) {
+      spdlog::debug("stack {}: members' progress written in {} ms", snap.key, wait->count());
+      return look_again_within(std::move(result), *wait);
+    }
+  }
   if (!failed_applies.empty() && plan.status_base) {
     with_failures = *plan.status_base;
     auto causes = plan.degraded;
@@ -184,6 +229,7 @@ WorkResult Acting::write_status(WorkResult result) {
   }
   remember(a.stacks, std::move(*stored));
   status_current = true;
+  if (a.pacer != nullptr) a.pacer->written(snap.key, snap.clock);
   // Only now that status no longer lists them may the notifier drop delivered commands: had
   // the write failed, the next pass would still see them pending and must not send them again.
   if (a.notifier != nullptr) {
@@ -211,12 +257,32 @@ void Acting::post_object_events() {
 
 }  // namespace
 
+std::optional<std::chrono::milliseconds> StatusPacer::hold(const std::string& key,
+                                                           Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  auto it = last_.find(key);
+  if (it == last_.end() || now >= it->second + interval_) return std::nullopt;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(it->second + interval_ - now);
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
+void StatusPacer::written(const std::string& key, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  last_[key] = now;
+  if (last_.size() < prune_at_) return;
+  // Entries older than the interval hold nothing back: dropped, so that Stacks that are gone
+  // do not stay. Amortised: the next prune waits until the map has doubled.
+  std::erase_if(last_, [&](const auto& kv) { return now >= kv.second + interval_; });
+  prune_at_ = std::max<std::size_t>(1024, 2 * last_.size());
+}
+
 WorkResult act(const Snapshot& snap, const Plan& plan, Actuators& actuators) {
   Acting acting{snap, plan, actuators, snap.object, {}, {}, {}, false};
   if (plan.add_finalizer) {
     if (auto ended = acting.set_finalizers(true)) return *ended;
   }
-  for (const auto& w : plan.writes) {
+  for (const auto* wp : write_order(plan.writes)) {
+    const auto& w = *wp;
     switch (w.op) {
       case Write::Op::kApply:
         acting.apply(w);

@@ -5,6 +5,12 @@
 // applies, a Degraded cause in the status it writes.
 #pragma once
 
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
 #include "executor/actuators.h"
 #include "informer/store.h"
 #include "informer/work_queue.h"
@@ -16,6 +22,31 @@
 
 namespace kstack::reconciler {
 
+// Paces a Stack's status writes that carry nothing but its members' progress (a plan's
+// progress_only): such a write waits until `interval` has passed since this Stack's last status
+// write, and the pass asks to be run again then; whatever else changes (the Stack's state, a
+// condition's status or reason, Degraded, setup and notification records) is written at once,
+// with the progress so far. While a new Stack's pods start, their create_pending -> creating
+// -> ready steps thus cost one status write per interval instead of one per burst of pod
+// events. Thread-safe (one per Reconciler, shared by its workers).
+class StatusPacer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit StatusPacer(std::chrono::milliseconds interval) : interval_(interval) {}
+
+  std::chrono::milliseconds interval() const { return interval_; }
+  // How long a progress-only write of Stack `key` must still wait at `now` (nullopt: write).
+  std::optional<std::chrono::milliseconds> hold(const std::string& key, Clock::time_point now);
+  // The Stack's status was written at `now`.
+  void written(const std::string& key, Clock::time_point now);
+
+ private:
+  std::chrono::milliseconds interval_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Clock::time_point> last_;  // last status write per Stack
+  std::size_t prune_at_ = 1024;  // size at which entries older than interval_ are dropped
+};
+
 struct Actuators {
   executor::ObjectWriter& writer;
   executor::EventSink& events;
@@ -23,7 +54,8 @@ struct Actuators {
   // Where server answers are kept (null: nowhere).
   informer::Store* stacks = nullptr;
   observer::Stores owned;
-  SetupQueue* setup = nullptr;  // null: setup steps are not started
+  SetupQueue* setup = nullptr;   // null: setup steps are not started
+  StatusPacer* pacer = nullptr;  // null: every changed status is written at once
 };
 
 informer::WorkResult act(const Snapshot& snapshot, const Plan& plan, Actuators& actuators);

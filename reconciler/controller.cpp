@@ -193,6 +193,7 @@ void Controller::build_pipeline() {
   ro.operator_namespace = opts.operator_namespace;
   ro.poll_interval = opts.poll_interval;
   ro.pdb_type = s.pdb_type;
+  ro.status_progress_interval = opts.status_progress_interval;
   s.setup = std::make_unique<executor::SetupRunner>(client_, opts.setup);
   s.notifier = std::make_unique<Notifier>(*s.setup, requeue, opts.notifier);
   s.setup_steps = std::make_unique<executor::SetupStepRunner>(*s.setup, *client_);

@@ -45,6 +45,11 @@ struct ControllerOptions {
   // pass (one status write) per burst does what one per event would. Drift — a changed spec,
   // label or owner, a Service or claim — is reconciled at once. 0: every event at once.
   std::chrono::milliseconds coalesce{250};
+  // A Stack's status write that carries nothing but its members' progress (pods moving through
+  // create_pending -> creating -> ready) waits until this long after its last status write;
+  // the Stack's state, conditions' status and reason, Degraded, setup and notification
+  // records are written at once (reconciler/act.h, StatusPacer). 0: every change at once.
+  std::chrono::milliseconds status_progress_interval{5000};
   std::chrono::milliseconds sync_timeout{60 * 1000};
   executor::ExecutorOptions executor;
   executor::SetupOptions setup;

@@ -15,7 +15,58 @@ using informer::WorkResult;
 
 namespace {
 constexpr std::size_t kMaxDegradedMessage = 2048;
+
+bool progress_state(std::string_view s) {
+  return s == catalog::kMemberCreatePending || s == catalog::kMemberCreating ||
+         s == catalog::kMemberReady;
+}
+
+// `st` without what progress_only_change() lets differ; `first_revision`: blank the roles'
+// update revisions (the other status had none yet).
+void blank_progress(catalog::StackStatus& st, const std::vector<bool>& first_revision) {
+  for (auto& c : st.conditions) {
+    if (c.type == kConditionReady || c.type == kConditionProgressing) c.message.clear();
+  }
+  auto& rollup = st.member_state_rollup;
+  // Whether the StatefulSets have the replicas the spec asks: while a new Stack's are made
+  // they do not; where it matters to people it moves the Progressing reason (Scaling).
+  rollup.membership_changing = false;
+  rollup.members_initializing = rollup.members_not_scheduled = rollup.members_waiting = false;
+  st.ready_members = st.updated_members = 0;
+  st.member_summary.clear();
+  st.update_summary.clear();
+  for (std::size_t i = 0; i < st.roles.size(); ++i) {
+    auto& r = st.roles[i];
+    r.updated_members = 0;
+    if (i < first_revision.size() && first_revision[i]) r.update_revision.clear();
+    for (auto& m : r.members) {
+      if (progress_state(m.state)) m.state.clear();
+      m.template_revision.clear();
+      m.app.clear();
+      m.state_detail.last_known_container_state.clear();
+      m.state_detail.scheduling_error_message.clear();
+    }
+  }
+}
+
 }  // namespace
+
+bool progress_only_change(const catalog::StackStatus& before, const catalog::StackStatus& after) {
+  if (before.state.empty() || before.state != after.state ||
+      before.observed_generation != after.observed_generation ||
+      before.roles.size() != after.roles.size()) {
+    return false;
+  }
+  std::vector<bool> first_revision(before.roles.size());
+  for (std::size_t i = 0; i < before.roles.size(); ++i) {
+    first_revision[i] = before.roles[i].update_revision.empty();
+  }
+  auto a = before;
+  auto b = after;
+  blank_progress(a, first_revision);
+  blank_progress(b, first_revision);
+  return same_status(a, b);
+}
 
 void set_degraded(catalog::StackStatus& st, std::vector<DegradedCause> causes,
                   std::string_view now) {
@@ -250,6 +301,11 @@ Plan plan(const Snapshot& snapshot, const Findings& findings) {
     if (state.done && !p.setup_kept.contains(key)) out.setup_consumed.push_back(key);
   }
   out.write_status = !same_status(out.status, snapshot.old_status);
+  out.progress_only = out.write_status && !out.add_finalizer && out.writes.empty() &&
+                      out.events.empty() && out.sends.empty() && out.setup_steps.empty() &&
+                      out.delivered.empty() && out.setup_consumed.empty() &&
+                      out.claims_to_read.empty() &&
+                      progress_only_change(snapshot.old_status, out.status);
   return out;
 }
 

@@ -84,6 +84,10 @@ struct Plan {
   std::vector<executor::SetupStep> setup_steps;
   bool write_status = false;  // `status` differs from the Stack's
   catalog::StackStatus status;
+  // `status` differs from the Stack's only in members' progress (progress_only_change) and the
+  // pass has nothing else to do or say: act() may hold this write back for a while
+  // (StatusPacer, act.h) and look again instead.
+  bool progress_only = false;
   // Notifications whose outcome this plan consumed: forgotten once the status is written.
   std::vector<Notification> delivered;
   // Setup outcomes this plan is done with (a member's setup moved on to a conclusion, or the
@@ -101,6 +105,16 @@ struct Plan {
 };
 
 Plan plan(const Snapshot& snapshot, const Findings& findings = {});
+
+// Whether `after` differs from `before` only in what members' pods moving through
+// create_pending -> creating -> ready change: those member states, the ready/updated counts
+// and summaries, the Ready and Progressing messages (not their status or reason), the pods'
+// revisions and container states, the scheduler's message, a role's first update revision,
+// the rollup's flags for members starting and for StatefulSets catching up with the spec.
+// Anything else — the Stack state, observedGeneration, a condition's status or reason,
+// Degraded, members coming or going or entering any other state, setup and notification
+// records, partitions — is not progress. False when `before` has no state yet.
+bool progress_only_change(const catalog::StackStatus& before, const catalog::StackStatus& after);
 
 // Sets the Degraded condition from `causes` (sorted by rank): the first one's reason, the
 // messages joined. Used by plan() and, with failed writes added, by act().

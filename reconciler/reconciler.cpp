@@ -41,7 +41,8 @@ Reconciler::Reconciler(Caches caches, executor::Executor& executor, ReconcilerOp
                                       caches.storage_classes},
                catalog::CatalogOptions{options_.operator_namespace}),
       observer_(caches.owned),
-      setup_(setup) {}
+      setup_(setup),
+      pacer_(options_.status_progress_interval) {}
 
 std::vector<std::string> Reconciler::stacks_for_owned(const json::value& object) {
   const auto ns = str_at(object, "/metadata/namespace");
@@ -149,8 +150,13 @@ WorkResult Reconciler::reconcile(const std::string& key) {
     spdlog::error("stack {}: the plan still asks for {} claims after {} rounds", key,
                   planned.claims_to_read.size(), kMaxFindingRounds);
   }
-  Actuators actuators{executor_,      executor_,     setup_.notifier,
-                      caches_.stacks, caches_.owned, setup_.steps};
+  Actuators actuators{executor_,
+                      executor_,
+                      setup_.notifier,
+                      caches_.stacks,
+                      caches_.owned,
+                      setup_.steps,
+                      options_.status_progress_interval.count() > 0 ? &pacer_ : nullptr};
   return act(*snapshot, planned, actuators);
 }
 

@@ -17,6 +17,7 @@
 #include "informer/work_queue.h"
 #include "kube/log_context.h"
 #include "observer/observer.h"
+#include "reconciler/act.h"
 #include "reconciler/desired_state.h"
 #include "reconciler/notifier.h"
 #include "reconciler/plan.h"
@@ -40,6 +41,9 @@ struct ReconcilerOptions {
   std::chrono::milliseconds poll_interval{2000};
   // PodDisruptionBudget as the API server serves it; nullopt: not served (no budgets).
   std::optional<kube::ResourceType> pdb_type;
+  // A status write carrying only members' progress waits this long after the Stack's last one
+  // (StatusPacer, act.h); 0: written at once.
+  std::chrono::milliseconds status_progress_interval{0};
 };
 
 // What runs setup packages (issue 6), off the reconcile workers; without `steps`, members of
@@ -87,6 +91,7 @@ class Reconciler {
   catalog::Catalog catalog_;
   observer::Observer observer_;
   SetupHooks setup_;
+  StatusPacer pacer_;
 };
 
 }  // namespace kstack::reconciler

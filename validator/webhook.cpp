@@ -49,6 +49,7 @@ class WebhookImpl final : public Webhook {
         co);
     RulesOptions ro;
     if (!options_.operator_username.empty()) ro.operator_username = options_.operator_username;
+    ro.finalizer_namespace = options_.watch_namespace;
     rules_ = std::make_unique<RulesHandler>(*catalog_, ro);
     factory_->start();
     const std::pair<const char*, informer::SharedInformer*> caches[] = {

@@ -23,6 +23,7 @@ namespace kstack::validator {
 struct WebhookOptions {
   std::string system_namespace = "kstack-system";  // the operator's namespace
   std::string operator_username;                   // empty: the rules' default identity
+  std::string watch_namespace;  // the controller's ("" = all): new Stacks get its finalizer there
   ServerOptions server;
   // Self-managed certificates (default) ...
   std::vector<std::string> extra_sans;       // e.g. 127.0.0.1 for clientConfig.url

@@ -9,12 +9,14 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "bench/reconciler/converge_runs.h"
+#include "reconciler/controller.h"
 #include "tests/testenv/node_simulator.h"
 
 namespace {
@@ -68,10 +70,14 @@ void report(const Settings& s, const std::vector<Run>& kstack_runs,
   const bool with_ref = !reference_runs.empty();
   fmt::print(
       "\n{} Stacks × {} roles × {} members = {} pods{}; member Services for {} of {} roles; "
-      "{} simulated nodes; {} workers; client qps {} burst {}; {} round(s){}\n",
+      "{} simulated nodes; {} workers; client qps {} burst {}; {} round(s){}; Stacks {}; "
+      "members' progress written at most every {} ms\n",
       s.stacks, s.shape.roles, s.shape.members, s.pods(), s.shape.storage ? " with PVCs" : "",
       s.shape.ported_roles, s.shape.roles, s.nodes, s.workers, s.qps, s.burst, s.rounds,
-      s.rounds > 1 ? ", medians" : "");
+      s.rounds > 1 ? ", medians" : "",
+      s.admission ? "as the admission webhook stores them" : "without admission",
+      s.status_progress_ms >= 0 ? s.status_progress_ms
+                                : reconciler::ControllerOptions{}.status_progress_interval.count());
   fmt::print("{:<44} {:>10} {:>10} {:>11}\n", "", "kstack", "reference", "kstack/ref");
   auto row = [&](std::string_view name, double k, double r, int precision) {
     if (!with_ref) {
@@ -157,11 +163,19 @@ int main(int argc, char** argv) {
                  "kube-controller-manager --kube-api-qps (burst twice that)");
   cli.add_option("--rounds", s.rounds, "runs of each, alternating which goes first");
   cli.add_flag("--no-reference", no_reference, "skip the reference runs");
+  bool no_admission = false;
+  cli.add_flag("--no-admission", no_admission,
+               "create the Stacks as written, not as the mutating webhook stores them (defaults, "
+               "the cleanup finalizer): the controller adds the finalizer");
+  cli.add_option("--status-progress-ms", s.status_progress_ms,
+                 "the controller's status_progress_interval: members' progress is written at "
+                 "most this often per Stack (default: the operator's; 0: at once)");
   cli.add_option("--timeout", timeout_s, "seconds each run may take");
   cli.add_option("--source", s.source, "kstack checkout (for deploy/crds)");
   cli.add_option("--log-level", log_level);
   CLI11_PARSE(cli, argc, argv);
   s.reference = !no_reference;
+  s.admission = !no_admission;
   s.rounds = std::max(1, s.rounds);
   s.timeout = std::chrono::seconds(timeout_s);
   spdlog::set_level(spdlog::level::from_str(log_level));

@@ -31,6 +31,11 @@ struct Settings {
   int burst = kube::kDefaultBurst;
   int controller_manager_qps = 100;
   bool reference = true;
+  // false: Stacks are created as written, without the admission webhook's defaults and
+  // finalizer (as in a cluster whose webhook is off: the controller adds the finalizer).
+  bool admission = true;
+  // The controller's status_progress_interval (ms); negative: the controller's default.
+  int status_progress_ms = -1;
   int rounds = 1;  // each round runs both; which goes first alternates
   std::chrono::seconds timeout{900};
   std::string source = default_source_dir().string();

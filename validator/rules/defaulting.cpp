@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "catalog/defaults.h"
+#include "catalog/model.h"
 
 namespace kstack::validator {
 namespace json = boost::json;
@@ -78,6 +79,27 @@ void default_roles(const json::object& spec, const catalog::Stack* old_stack,
   }
 }
 
+// CREATE: kstack's cleanup finalizer, so that the operator's first pass need not add it with a
+// write of its own (docs/reconciler.md "One pass"). After the spec defaults: the patch's
+// order is the API server's, and those are what `kubectl apply --dry-run=server` users read.
+void add_cleanup_finalizer(const json::object& root, json::array& patch) {
+  const auto* md_v = root.if_contains("metadata");
+  const auto* md = md_v ? md_v->if_object() : nullptr;
+  if (md == nullptr) return;  // refused by validation (no name)
+  const auto* list_v = md->if_contains("finalizers");
+  if (list_v == nullptr || list_v->is_null()) {
+    add(patch, pointer({"metadata", "finalizers"}),
+        json::array{json::string(catalog::kCleanupFinalizer)});
+    return;
+  }
+  const auto* list = list_v->if_array();
+  if (list == nullptr) return;  // not a list: validation reports it
+  for (const auto& f : *list) {
+    if (f.is_string() && f.get_string() == catalog::kCleanupFinalizer) return;
+  }
+  add(patch, pointer({"metadata", "finalizers", "-"}), json::string(catalog::kCleanupFinalizer));
+}
+
 }  // namespace
 
 std::string json_pointer_escape(std::string_view segment) {
@@ -96,7 +118,7 @@ std::string json_pointer_escape(std::string_view segment) {
 }
 
 json::array default_stack(const catalog::Stack& stack, const catalog::Stack* old_stack,
-                          const catalog::Catalog& catalog) {
+                          const catalog::Catalog& catalog, bool add_finalizer) {
   json::array patch;
   const auto* root = stack.raw.if_object();
   const auto* spec_v = root ? root->if_contains("spec") : nullptr;
@@ -135,6 +157,7 @@ json::array default_stack(const catalog::Stack& stack, const catalog::Stack* old
     add(patch, pointer({"spec", "namingScheme"}), json::string(scheme));
   }
   default_roles(*spec, old_stack, found ? found->app.get() : nullptr, catalog, patch);
+  if (old_stack == nullptr && add_finalizer) add_cleanup_finalizer(*root, patch);
   return patch;
 }
 

@@ -9,6 +9,8 @@
 //  - spec.roles[i].storage.storageClassName (storage requested without one): on UPDATE of a
 //    role that had storage, exactly the old value (nothing if it had none: storage is frozen
 //    on running roles); else KStackConfig defaultStorageClassName, else the cluster default
+//  - metadata.finalizers: on CREATE, kstack.io/cleanup is appended when missing (the operator
+//    would otherwise add it with a write of its own; owned_fields.h lets it through on CREATE)
 // What cannot be resolved (app not found, no default class) is left out: validation, which
 // runs after mutation, reports it.
 #pragma once
@@ -27,7 +29,8 @@ namespace kstack::validator {
 std::string json_pointer_escape(std::string_view segment);
 
 // The patch for `stack` (its raw JSON decides what is missing); old_stack on UPDATE.
+// `add_finalizer`: false where no controller of this operator reconciles the Stack.
 boost::json::array default_stack(const catalog::Stack& stack, const catalog::Stack* old_stack,
-                                 const catalog::Catalog& catalog);
+                                 const catalog::Catalog& catalog, bool add_finalizer = true);
 
 }  // namespace kstack::validator

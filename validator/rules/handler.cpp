@@ -199,7 +199,9 @@ AdmissionResponse RulesHandler::do_mutate(const AdmissionRequest& r) const {
   if (r.operation == "UPDATE") {
     old_stack = catalog::decode_stack(r.old_object, ignored, r.old_object.storage());
   }
-  auto patch = default_stack(stack, old_stack ? &*old_stack : nullptr, catalog_);
+  const bool finalize = options_.finalizer_namespace.empty() ||
+                        options_.finalizer_namespace == stack.metadata.namespace_name;
+  auto patch = default_stack(stack, old_stack ? &*old_stack : nullptr, catalog_, finalize);
   if (!patch.empty()) response.patch = std::move(patch);
   return response;
 }

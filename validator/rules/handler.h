@@ -39,6 +39,9 @@ struct Verdict {
 struct RulesOptions {
   // request.userInfo.username of the operator (its service account).
   std::string operator_username = std::string(kDefaultOperatorUsername);
+  // Where the operator reconciles Stacks (its --watch-namespace; "" = everywhere): only there
+  // does mutation add the cleanup finalizer, which only a running controller removes.
+  std::string finalizer_namespace;
 };
 
 class RulesHandler : public AdmissionHandler {

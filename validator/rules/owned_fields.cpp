@@ -76,8 +76,11 @@ Violations check_owned_fields(const OwnedFieldsInput& in) {
     if (!same)
       out.push_back({"status", fmt::format("may only be written by the operator ({})", op)});
   }
+  // On CREATE the mutating webhook adds the finalizer (defaulting.h), and the validating one
+  // sees the mutated object: a new Stack may carry it, whoever creates it (the operator cleans
+  // up every Stack anyway). Afterwards only the operator adds or removes it.
   bool had = has_finalizer(old_object), has = has_finalizer(new_object);
-  if (had != has) {
+  if (had != has && in.operation != "CREATE") {
     out.push_back({"metadata.finalizers",
                    fmt::format("the finalizer {} may only be {} by the operator ({})",
                                catalog::kCleanupFinalizer, has ? "added" : "removed", op)});

@@ -26,7 +26,9 @@ struct OwnedFieldsInput {
 
 // One violation per owned field the request writes; none for the operator itself.
 // Status on CREATE is not checked: the API server drops it for kinds with a status
-// subresource, so it never takes effect.
+// subresource, so it never takes effect. Neither is the finalizer on CREATE: the mutating
+// webhook puts it on every new Stack (defaulting.h), and a new Stack's finalizer only says
+// what the operator does anyway.
 Violations check_owned_fields(const OwnedFieldsInput& in);
 
 }  // namespace kstack::validator

@@ -170,6 +170,17 @@ spec:
   EXPECT_EQ(str_at(*s, "/spec/serviceType"), "ClusterIP");
   EXPECT_EQ(str_at(*s, "/spec/namingScheme"), "CrNameRole");
   EXPECT_EQ(s->at_pointer("/spec/roles/0/members").as_int64(), 3);
+  // The operator's cleanup finalizer came with the defaults (no controller runs here), and the
+  // validating webhook let the user's CREATE carry it.
+  EXPECT_EQ(s->at_pointer("/metadata/finalizers"), json::array{"kstack.io/cleanup"});
+  // Taking it off again is the operator's alone; dropping it here lets the namespace go.
+  auto removal = client_for(kUser)->patch(kStacks, "shop", "good", kube::PatchType::kMerge,
+                                          R"({"metadata":{"finalizers":null}})");
+  ASSERT_FALSE(removal);
+  EXPECT_NE(removal.error().message.find("kstack.io/cleanup"), std::string::npos)
+      << removal.error().to_string();
+  ASSERT_TRUE(client_for(kOperator)->patch(kStacks, "shop", "good", kube::PatchType::kMerge,
+                                           R"({"metadata":{"finalizers":null}})"));
 }
 
 TEST_F(WebhookE2E, AnAppTypeInUseCannotBeChangedOrDeletedButReapplyingItPasses) {

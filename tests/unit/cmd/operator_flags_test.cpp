@@ -56,6 +56,7 @@ TEST(OperatorFlags, DefaultsFollowTheSpec) {
   EXPECT_EQ(p.options.lease_duration, 15s);
   EXPECT_EQ(p.options.log_format, "auto");
   EXPECT_EQ(p.options.coalesce_ms, 250);
+  EXPECT_EQ(p.options.status_progress_ms, 5000);
   EXPECT_EQ(p.options.webhook_max_connections, 512u);
   EXPECT_EQ(p.options.webhook_max_inflight_body_bytes, 64u << 20);
 }
@@ -92,10 +93,10 @@ TEST(OperatorFlags, AdmissionLimitsTooSmallForOneConnectionOrOneBodyAreRefused) 
 }
 
 TEST(OperatorFlags, FlagsOverrideAndBooleansTakeFalse) {
-  const auto p =
-      parse({"--webhook=false", "--leader-elect=false", "--resync-period=90", "--lease-duration=4s",
-             "--renew-deadline=3s", "--retry-period=500ms", "--webhook-url-host=127.0.0.1",
-             "--webhook-url-host=::1", "--metrics-port=0", "--coalesce-ms=0"});
+  const auto p = parse({"--webhook=false", "--leader-elect=false", "--resync-period=90",
+                        "--lease-duration=4s", "--renew-deadline=3s", "--retry-period=500ms",
+                        "--webhook-url-host=127.0.0.1", "--webhook-url-host=::1",
+                        "--metrics-port=0", "--coalesce-ms=0", "--status-progress-ms=0"});
   ASSERT_EQ(p.error, "");
   EXPECT_FALSE(p.options.webhook);
   EXPECT_FALSE(p.options.leader_elect);
@@ -104,6 +105,7 @@ TEST(OperatorFlags, FlagsOverrideAndBooleansTakeFalse) {
   EXPECT_EQ(p.options.webhook_url_hosts, (std::vector<std::string>{"127.0.0.1", "::1"}));
   EXPECT_EQ(p.options.metrics_port, 0);
   EXPECT_EQ(p.options.coalesce_ms, 0);
+  EXPECT_EQ(p.options.status_progress_ms, 0);
 }
 
 TEST(OperatorFlags, EnvironmentVariablesAreTheFallback) {
@@ -128,6 +130,7 @@ TEST(OperatorFlags, InconsistentLeaseTimingsAndBadValuesAreRefused) {
   EXPECT_NE(parse({"--resync-period=soon"}).error, "");
   EXPECT_NE(parse({"--log-format=xml"}).error, "");
   EXPECT_NE(parse({"--coalesce-ms=-1"}).error, "");
+  EXPECT_NE(parse({"--status-progress-ms=-1"}).error, "");
 }
 
 }  // namespace

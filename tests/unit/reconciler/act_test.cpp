@@ -2,6 +2,9 @@
 // the status, what goes into the cache, how Events are batched, when notifications are dropped.
 #include "reconciler/act.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
@@ -103,7 +106,8 @@ struct ActTest : ::testing::Test {
   FakeEvents events;
   FakeNotify notify;
   informer::Store stacks, sets, services, pvcs, pods;
-  Actuators actuators{writer, events, &notify, &stacks, {&sets, &services, &pvcs, &pods}, nullptr};
+  Actuators actuators{writer,  events, &notify, &stacks, {&sets, &services, &pvcs, &pods},
+                      nullptr, nullptr};
 
   informer::WorkResult run(const World& w, const Plan& p) {
     return act(w.snapshot(), p, actuators);
@@ -156,6 +160,70 @@ TEST_F(ActTest, TheServersAnswersAreKeptInTheCachesAndCreationsAreOneBatchedEven
   int created = 0;
   for (const auto& e : events.posted) created += e.reason == "Created" ? 1 : 0;
   EXPECT_EQ(created, 1);
+}
+
+TEST_F(ActTest, ANewStacksStatefulSetsAreCreatedBeforeItsServices) {
+  auto w = new_stack();
+  run(w, pass(w));
+  std::vector<std::string> applies;
+  for (const auto& c : writer.calls) {
+    if (c.starts_with("apply ")) applies.push_back(c.substr(6));
+  }
+  ASSERT_EQ(applies.size(), 4u) << "headless Service, StatefulSet, 2 member Services";
+  EXPECT_EQ(applies.front(), set_of("server"));
+  EXPECT_EQ(applies.at(1), headless()) << "then the Services in the plan's order";
+}
+
+// The status write of a pass that only saw members progress waits for the pacer's interval
+// since the Stack's last status write; the pass asks to run again when it is over. A state
+// change is written at once, also within the interval.
+TEST_F(ActTest, ProgressOnlyStatusWritesArePacedAndStateChangesAreNot) {
+  StatusPacer pacer(std::chrono::milliseconds(5000));
+  actuators.pacer = &pacer;
+  auto w = new_stack();
+  w.stack.as_object().erase("status");
+  const auto created = pass(w);
+  ASSERT_FALSE(created.progress_only);
+  run(w, created);
+  ASSERT_EQ(std::count(writer.calls.begin(), writer.calls.end(), "status"), 1);
+  w.accept(created);
+
+  w.converge();
+  w.set_pod_ready(pod_of("server", 0), false);
+  w.set_pod_ready(pod_of("server", 1), false);
+  const auto progress = pass(w);
+  ASSERT_TRUE(progress.progress_only);
+  writer.calls.clear();
+  auto snap = w.snapshot();
+  snap.clock += std::chrono::milliseconds(1200);  // 1.2 s after the first write
+  auto held = act(snap, progress, actuators);
+  EXPECT_TRUE(writer.calls.empty());
+  EXPECT_EQ(held.kind, Kind::kRequeueAfter);
+  // The sooner of the plan's own poll (2 s: members still converge) and the pacer's 3.8 s.
+  EXPECT_EQ(held.delay, std::chrono::milliseconds(2000));
+  auto quiet = progress;  // a plan that would not poll: the pass comes back when the wait ends
+  quiet.result = informer::WorkResult::success();
+  held = act(snap, quiet, actuators);
+  EXPECT_TRUE(writer.calls.empty());
+  EXPECT_EQ(held.kind, Kind::kRequeueAfter);
+  EXPECT_EQ(held.delay, std::chrono::milliseconds(3800));
+
+  snap.clock += std::chrono::milliseconds(3800);  // the interval is over
+  act(snap, progress, actuators);
+  EXPECT_EQ(writer.calls, std::vector<std::string>{"status"});
+  w.accept(progress);
+
+  w.set_pod_ready(pod_of("server", 0), true);
+  w.set_pod_ready(pod_of("server", 1), true);
+  const auto ready = pass(w);
+  ASSERT_FALSE(ready.progress_only);
+  ASSERT_EQ(ready.status.state, "ready");
+  writer.calls.clear();
+  snap.clock += std::chrono::milliseconds(10);
+  auto snap_ready = w.snapshot();
+  snap_ready.clock = snap.clock;
+  act(snap_ready, ready, actuators);
+  EXPECT_EQ(writer.calls, std::vector<std::string>{"status"}) << "a state change is not held";
 }
 
 TEST_F(ActTest, AFailedFinalizerWriteEndsThePassBeforeAnyOtherWrite) {

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include "catalog/parse.h"
 #include "tests/unit/reconciler/plan_fixture.h"
 
 namespace kstack::reconciler::testing {
@@ -182,6 +183,86 @@ TEST(PlanStack, ACreatingStackWithAConfigErrorMemberIsDegradedConfigError) {
   EXPECT_EQ(p.status.state, catalog::kStackCreating);
   EXPECT_EQ(condition(p, "Degraded")->reason, "ConfigError");
   EXPECT_TRUE(p.status.member_state_rollup.config_errors);
+}
+
+// A new Stack's pods starting: after the pass that creates everything (and says `creating`),
+// the passes that only see members move create_pending -> creating -> ready are progress only
+// (act() may pace their status writes); the one that finds every member ready says `ready` and
+// is not.
+TEST(PlanStack, MembersStartingIsProgressOnlyUntilTheStackIsReady) {
+  World w(3);
+  forget_status(w);
+  w.sets.clear();
+  w.services.clear();
+  w.pods.clear();
+  w.pvcs.clear();
+  const auto created = pass(w);
+  EXPECT_FALSE(created.writes.empty());
+  EXPECT_EQ(created.status.state, "creating");
+  EXPECT_FALSE(created.progress_only);
+  w.accept(created);
+
+  w.converge();
+  for (int i = 0; i < 3; ++i) w.set_pod_ready(pod_of("server", i), false);
+  const auto starting = pass(w);
+  EXPECT_TRUE(starting.writes.empty());
+  EXPECT_TRUE(starting.events.empty());
+  EXPECT_TRUE(starting.write_status);
+  EXPECT_EQ(member_state(starting, pod_of("server", 0)), "creating");
+  EXPECT_TRUE(starting.progress_only)
+      << boost::json::serialize(catalog::to_json(w.decoded().status.value())) << "\n"
+      << boost::json::serialize(catalog::to_json(starting.status));
+  w.accept(starting);
+
+  w.set_pod_ready(pod_of("server", 0), true);
+  const auto one_ready = pass(w);
+  EXPECT_EQ(one_ready.status.member_summary, "1/3");
+  EXPECT_TRUE(one_ready.progress_only);
+  w.accept(one_ready);
+
+  for (int i = 1; i < 3; ++i) w.set_pod_ready(pod_of("server", i), true);
+  const auto ready = pass(w);
+  EXPECT_EQ(ready.status.state, "ready");
+  ASSERT_NE(find_event(ready, "StateChanged"), nullptr);
+  EXPECT_TRUE(ready.write_status);
+  EXPECT_FALSE(ready.progress_only);
+}
+
+TEST(PlanStack, ProgressOnlyChangesLeaveStateConditionsAndRecordsAlone) {
+  World w(3);
+  w.settle();
+  const auto settled = w.decoded().status.value();
+  auto changed = settled;
+  changed.member_summary = "2/3";
+  changed.roles.at(0).members.at(1).state = "creating";
+  EXPECT_TRUE(progress_only_change(settled, changed));
+  EXPECT_FALSE(progress_only_change(catalog::StackStatus{}, changed)) << "no state yet";
+
+  auto state = changed;
+  state.state = "updating";
+  EXPECT_FALSE(progress_only_change(settled, state));
+  auto failed = changed;
+  failed.roles.at(0).members.at(1).state = "config_error";
+  EXPECT_FALSE(progress_only_change(settled, failed));
+  auto degraded = changed;
+  for (auto& c : degraded.conditions) {
+    if (c.type == "Degraded") c.message = "something new";
+  }
+  EXPECT_FALSE(progress_only_change(settled, degraded));
+  auto reason = changed;
+  for (auto& c : reason.conditions) {
+    if (c.type == "Ready") c.reason = "SomethingElse";
+  }
+  EXPECT_FALSE(progress_only_change(settled, reason));
+  auto notify = changed;
+  notify.roles.at(0).members.at(0).state_detail.pending_notify_cmds.push_back({{"--addnodes"}});
+  EXPECT_FALSE(progress_only_change(settled, notify));
+  auto gone = changed;
+  gone.roles.at(0).members.pop_back();
+  EXPECT_FALSE(progress_only_change(settled, gone));
+  auto generation = changed;
+  generation.observed_generation += 1;
+  EXPECT_FALSE(progress_only_change(settled, generation));
 }
 
 }  // namespace

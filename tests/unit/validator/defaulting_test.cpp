@@ -116,9 +116,12 @@ spec:
 TEST(Defaulting, FillsEverythingMissingWithExactOps) {
   Fixture f;
   auto p = f.patch(yaml(kBareStack));
-  json::array want{add("/spec/appCatalog", "local"), add("/spec/serviceType", "ClusterIP"),
-                   add("/spec/namingScheme", "CrNameRole"), add("/spec/roles/0/members", 2),
-                   add("/spec/roles/0/storage/storageClassName", "standard")};
+  json::array want{add("/spec/appCatalog", "local"),
+                   add("/spec/serviceType", "ClusterIP"),
+                   add("/spec/namingScheme", "CrNameRole"),
+                   add("/spec/roles/0/members", 2),
+                   add("/spec/roles/0/storage/storageClassName", "standard"),
+                   add("/metadata/finalizers", json::array{"kstack.io/cleanup"})};
   EXPECT_EQ(p, want) << json::serialize(p);
 }
 
@@ -157,7 +160,7 @@ TEST(Defaulting, AppFoundInTheSystemNamespaceSaysSystem) {
 TEST(Defaulting, NothingToAddMeansAnEmptyPatch) {
   Fixture f;
   EXPECT_TRUE(f.patch(yaml(R"(kind: Stack
-metadata: {name: db, namespace: team-a}
+metadata: {name: db, namespace: team-a, finalizers: [kstack.io/cleanup]}
 spec:
   app: cassandra
   appCatalog: local
@@ -175,8 +178,39 @@ TEST(Defaulting, UnresolvableDefaultsAreLeftForValidationToReport) {
   json::value stack = yaml(kBareStack);
   stack.at("spec").as_object()["app"] = "missing";
   auto p = f.patch(stack);
-  json::array want{add("/spec/serviceType", "ClusterIP"), add("/spec/namingScheme", "CrNameRole")};
+  json::array want{add("/spec/serviceType", "ClusterIP"), add("/spec/namingScheme", "CrNameRole"),
+                   add("/metadata/finalizers", json::array{"kstack.io/cleanup"})};
   EXPECT_EQ(p, want) << json::serialize(p);
+}
+
+// The operator's cleanup finalizer goes on at CREATE, so that its first pass need not write it;
+// other finalizers stay as they are, and an UPDATE never adds it (the operator removes it when
+// its cleanup is done, and a Stack admitted while the webhook was down gets it from the
+// operator).
+TEST(Defaulting, CreateAddsTheCleanupFinalizerOnce) {
+  Fixture f;
+  json::value mine = yaml(kBareStack);
+  mine.at("metadata").as_object()["finalizers"] = json::array{"example.com/mine"};
+  auto p = f.patch(mine);
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p.back(), add("/metadata/finalizers/-", "kstack.io/cleanup")) << json::serialize(p);
+  apply(mine, p);
+  EXPECT_EQ(mine.at_pointer("/metadata/finalizers"),
+            (json::array{"example.com/mine", "kstack.io/cleanup"}));
+  EXPECT_TRUE(f.patch(mine).empty()) << "the finalizer is added once";
+
+  json::value bare = yaml(kBareStack);
+  apply(bare, f.patch(bare));
+  EXPECT_EQ(bare.at_pointer("/metadata/finalizers"), (json::array{"kstack.io/cleanup"}));
+
+  // UPDATE: without it (a removal the validating webhook refuses, or a cleanup finished by the
+  // operator) nothing is added back.
+  json::value old = bare;
+  json::value updated = bare;
+  updated.at("metadata").as_object().erase("finalizers");
+  for (const auto& op : f.patch(updated, &old)) {
+    EXPECT_FALSE(op.at("path").as_string().starts_with("/metadata")) << json::serialize(op);
+  }
 }
 
 TEST(Defaulting, UpdateKeepsOldValuesForWhatTheNewObjectLeavesOut) {

@@ -140,7 +140,7 @@ TEST(RulesHandler, StatusSubresourceIsForbiddenExceptForTheOperator) {
 
 TEST(RulesHandler, OperatorIdentityIsConfigurable) {
   catalog::MemoryCatalog memory;
-  RulesHandler handler(memory.catalog(), RulesOptions{"system:serviceaccount:ops:op"});
+  RulesHandler handler(memory.catalog(), RulesOptions{"system:serviceaccount:ops:op", ""});
   auto r = Fixture::request("Stack", "UPDATE", yaml(kStack), yaml(kStack), kOperator);
   r.sub_resource = "status";
   EXPECT_EQ(handler.validate(r).code, 403);
@@ -362,7 +362,7 @@ TEST(RulesHandler, MutateDefaultsStacksOnly) {
   auto resp = f.handler.mutate(r);
   EXPECT_TRUE(resp.allowed);
   ASSERT_TRUE(resp.patch.has_value());
-  EXPECT_EQ(resp.patch->size(), 4u) << json::serialize(*resp.patch);
+  EXPECT_EQ(resp.patch->size(), 5u) << json::serialize(*resp.patch);
   EXPECT_EQ(resp.patch->at(0).at("value"), json::value("local"));
 
   EXPECT_FALSE(f.handler.mutate(Fixture::request("AppType", "CREATE", yaml(kApp))).patch);
@@ -371,7 +371,39 @@ TEST(RulesHandler, MutateDefaultsStacksOnly) {
   EXPECT_FALSE(f.handler.mutate(status).patch);
   auto deleting = with(bare, "/metadata/deletionTimestamp", "2024-01-01T00:00:00Z");
   EXPECT_FALSE(f.handler.mutate(Fixture::request("Stack", "UPDATE", deleting, bare)).patch);
-  EXPECT_FALSE(f.handler.mutate(Fixture::request("Stack", "CREATE", yaml(kStack))).patch);
+  auto finalized = with(yaml(kStack), "/metadata/finalizers", json::array{"kstack.io/cleanup"});
+  EXPECT_FALSE(f.handler.mutate(Fixture::request("Stack", "CREATE", finalized)).patch);
+  EXPECT_FALSE(f.handler.mutate(Fixture::request("Stack", "UPDATE", yaml(kStack), finalized)).patch)
+      << "an UPDATE never puts the finalizer back";
+}
+
+// What the API server does with a new Stack: the mutating webhook adds kstack's cleanup
+// finalizer (so the operator need not), and the validating webhook, which sees the mutated
+// object, lets a user's CREATE carry it — but not a user's later UPDATE that adds or drops it.
+TEST(RulesHandler, CreateGetsTheCleanupFinalizerAndValidationAcceptsIt) {
+  Fixture f;
+  auto resp = f.handler.mutate(Fixture::request("Stack", "CREATE", yaml(kStack)));
+  ASSERT_TRUE(resp.patch.has_value());
+  json::array want{json::object{{"op", "add"},
+                                {"path", "/metadata/finalizers"},
+                                {"value", json::array{"kstack.io/cleanup"}}}};
+  EXPECT_EQ(*resp.patch, want) << json::serialize(*resp.patch);
+  auto mutated = with(yaml(kStack), "/metadata/finalizers", json::array{"kstack.io/cleanup"});
+  auto created = f.handler.validate(Fixture::request("Stack", "CREATE", mutated));
+  EXPECT_TRUE(created.allowed) << created.message;
+  EXPECT_EQ(f.handler.validate(Fixture::request("Stack", "UPDATE", yaml(kStack), mutated)).code,
+            403);
+  EXPECT_EQ(f.handler.validate(Fixture::request("Stack", "UPDATE", mutated, yaml(kStack))).code,
+            403);
+
+  // An operator that reconciles one namespace (--watch-namespace) finalizes only Stacks there:
+  // elsewhere no controller of its would ever remove the finalizer.
+  RulesHandler scoped(f.memory.catalog(), RulesOptions{std::string(kOperator), "team-b"});
+  EXPECT_FALSE(scoped.mutate(Fixture::request("Stack", "CREATE", yaml(kStack))).patch);
+  auto elsewhere = with(yaml(kStack), "/metadata/namespace", "team-b");
+  auto in_scope = scoped.mutate(Fixture::request("Stack", "CREATE", elsewhere));
+  ASSERT_TRUE(in_scope.patch.has_value());
+  EXPECT_EQ(in_scope.patch->back().at("path"), json::value("/metadata/finalizers"));
 }
 
 TEST(RulesHandler, IsSafeToCallFromManyThreads) {
