@@ -4,7 +4,7 @@
 # log: the figures README.md and docs/benchmarks.md quote come from one such log.
 #
 #   bench/sitting.sh [--build DIR] [--log FILE] [--quick] [--only "admission informer ..."]
-#                    [--converge-rounds N] [--admission-seconds S]
+#                    [--converge-rounds N] [--admission-seconds S] [--informer-kinds "pods ..."]
 #
 # Parts (in this order unless --only names others): admission, resync, informer, operator,
 # converge.
@@ -23,6 +23,7 @@ quick=0
 only="admission resync informer operator converge"
 converge_rounds=3
 admission_seconds=5
+informer_kinds="stacks statefulsets services pvcs pods"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -31,6 +32,7 @@ while [[ $# -gt 0 ]]; do
     --only) only=$2; shift 2 ;;
     --converge-rounds) converge_rounds=$2; shift 2 ;;
     --admission-seconds) admission_seconds=$2; shift 2 ;;
+    --informer-kinds) informer_kinds=$2; shift 2 ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -74,7 +76,7 @@ for p in $only; do
     informer)
       part informer-configmaps "$build/bench/kstack_bench_informer" --kind configmaps \
         --objects "$informer_n" --rounds 2
-      for k in stacks statefulsets services pvcs pods; do
+      for k in $informer_kinds; do
         part "informer-$k" "$build/bench/kstack_bench_informer" --kind "$k" --objects "$owned_n" \
           --rounds 2
       done ;;
