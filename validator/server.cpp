@@ -1,7 +1,9 @@
 // The admission webhook's HTTPS server on Boost.Beast — the only translation unit of validator/
 // that includes Beast (compile cost, see docs/dependencies.md).
 //
-// One io_context run by N threads; each connection is a Session on its own strand, moving through
+// N io_contexts, each run by one thread (as nginx's workers: no lock handoffs, no strands, no
+// thread waking another per completion); the listener hands connections out in turn. Each
+// connection is a Session living on one of them, moving through
 // do_x/on_x steps: handshake -> wait for a request -> read header -> read body -> answer -> write,
 // then back to waiting (keep-alive) or closing. Every step has a deadline (tcp_stream expiry),
 // so a slow or silent client costs a socket and a timer, never a thread.
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -563,9 +566,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  Listener(asio::io_context& ioc, std::shared_ptr<Shared> shared)
-      : ioc_(ioc),
-        acceptor_(asio::make_strand(ioc)),
+  // The acceptor lives on the first context; connections go to each context in turn.
+  Listener(std::vector<asio::io_context*> contexts, std::shared_ptr<Shared> shared)
+      : contexts_(std::move(contexts)),
+        acceptor_(*contexts_.front()),
         retry_(acceptor_.get_executor()),
         shared_(std::move(shared)) {}
 
@@ -610,7 +614,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
  private:
   void do_accept() {
     if (shared_->stopping || !acceptor_.is_open()) return;
-    acceptor_.async_accept(asio::make_strand(ioc_),
+    asio::io_context& next = *contexts_[next_context_++ % contexts_.size()];
+    acceptor_.async_accept(next,
                            beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
   }
 
@@ -642,7 +647,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
     if (!ec) do_accept();
   }
 
-  asio::io_context& ioc_;
+  const std::vector<asio::io_context*> contexts_;
+  std::size_t next_context_ = 0;
   Tcp::acceptor acceptor_;
   asio::steady_timer retry_;
   std::shared_ptr<Shared> shared_;
@@ -658,9 +664,9 @@ kube::Result<std::shared_ptr<ssl::context>> make_context(const std::string& cert
 class ServerImpl final : public AdmissionServer {
  public:
   ServerImpl(ServerOptions options, AdmissionHandler& handler, std::shared_ptr<ssl::context> ctx)
-      : threads_count_(options.threads),
+      : contexts_(make_contexts(options.threads)),
         shared_(std::make_shared<Shared>(std::move(options), handler, std::move(ctx))),
-        listener_(std::make_shared<Listener>(ioc_, shared_)) {}
+        listener_(std::make_shared<Listener>(pointers(contexts_), shared_)) {}
 
   ~ServerImpl() override { stop(); }
   ServerImpl(const ServerImpl&) = delete;
@@ -671,10 +677,13 @@ class ServerImpl final : public AdmissionServer {
     if (!bound) return tl::unexpected(bound.error());
     port_ = *bound;
     listener_->run();
-    for (int i = 0; i < threads_count_; ++i) threads_.emplace_back([this] { run_loop(); });
+    for (auto& ioc : contexts_) {
+      guards_.push_back(asio::make_work_guard(*ioc));  // a context without connections waits
+      threads_.emplace_back([this, ioc = ioc.get()] { run_loop(*ioc); });
+    }
     serving_ = true;
     spdlog::info("admission: serving HTTPS on {}:{} ({} threads)", shared_->options.bind_address,
-                 port_, threads_count_);
+                 port_, contexts_.size());
     return {};
   }
 
@@ -718,7 +727,8 @@ class ServerImpl final : public AdmissionServer {
                      shared_->sessions.size(), shared_->options.shutdown_timeout.count());
       }
     }
-    ioc_.stop();
+    guards_.clear();
+    for (auto& ioc : contexts_) ioc->stop();
     for (auto& t : threads_) t.join();
     threads_.clear();
     serving_ = false;
@@ -744,10 +754,10 @@ class ServerImpl final : public AdmissionServer {
 
  private:
   // Handlers do not throw; this is the net under them, so that one bug cannot stop a thread.
-  void run_loop() {
+  static void run_loop(asio::io_context& ioc) {
     for (;;) {
       try {
-        ioc_.run();
+        ioc.run();
         return;
       } catch (const std::exception& e) {
         spdlog::error("admission: unexpected exception in the server loop: {}", e.what());
@@ -755,10 +765,24 @@ class ServerImpl final : public AdmissionServer {
     }
   }
 
-  asio::io_context ioc_;  // first: destroyed last, after everything bound to it
-  const int threads_count_;
+  // Each run by one thread: the concurrency hint 1 lets asio skip its cross-thread handoffs.
+  static std::vector<std::unique_ptr<asio::io_context>> make_contexts(int threads) {
+    std::vector<std::unique_ptr<asio::io_context>> contexts;
+    for (int i = 0; i < threads; ++i) contexts.push_back(std::make_unique<asio::io_context>(1));
+    return contexts;
+  }
+  static std::vector<asio::io_context*> pointers(
+      const std::vector<std::unique_ptr<asio::io_context>>& contexts) {
+    std::vector<asio::io_context*> out;
+    for (const auto& c : contexts) out.push_back(c.get());
+    return out;
+  }
+
+  // First: destroyed last, after everything bound to them.
+  std::vector<std::unique_ptr<asio::io_context>> contexts_;
   std::shared_ptr<Shared> shared_;
   std::shared_ptr<Listener> listener_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
   std::uint16_t port_ = 0;
   std::atomic<bool> serving_{false};

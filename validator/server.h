@@ -49,7 +49,7 @@ using RequestObserver =
 struct ServerOptions {
   std::string bind_address = "0.0.0.0";
   std::uint16_t port = 9443;  // 0 = pick a free port (tests)
-  int threads = 2;            // one io_context run by this many threads; handlers run on them too
+  int threads = 2;            // this many io_contexts, one thread each; handlers run on them too
   std::size_t max_body_bytes = kMaxRequestBodyBytes;
   std::size_t max_connections = kMaxConnections;  // open at once; more are closed at accept
   // Request bodies being read, by their Content-Length (max_body_bytes when chunked); must be
