@@ -254,6 +254,8 @@ kube::Result<Connection> connect(const OperatorOptions& options) {
   if (!config) return tl::unexpected(config.error());
   config->qps = options.qps;
   config->burst = options.burst;
+  config->event_qps = options.event_qps;
+  config->event_burst = options.event_burst;
   config->user_agent = fmt::format("kstack/{}", KSTACK_VERSION);
   auto client = kube::Client::create(*config);
   if (!client) return tl::unexpected(client.error());

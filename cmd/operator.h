@@ -28,6 +28,10 @@ struct OperatorOptions {
   std::string context;
   double qps = kube::kDefaultQps;
   int burst = kube::kDefaultBurst;
+  // Events' own token bucket (kube::Config::event_qps): they never wait behind object writes,
+  // nor object writes behind them.
+  double event_qps = kube::kDefaultQps;
+  int event_burst = kube::kDefaultBurst;
 
   std::string operator_namespace = "kstack-system";
   std::string watch_namespace;  // "" = all namespaces

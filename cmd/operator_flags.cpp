@@ -139,6 +139,15 @@ CLI::App* add_operator_command(CLI::App& app, OperatorOptions& o) {
   connection->add_option("--burst", o.burst, "Client request burst above --qps")
       ->check(CLI::Range(1, 100000))
       ->envname("KSTACK_BURST");
+  connection
+      ->add_option("--event-qps", o.event_qps,
+                   "Events per second to the API server: a token bucket of their own, apart from "
+                   "--qps")
+      ->check(CLI::Range(0.1, 10000.0))
+      ->envname("KSTACK_EVENT_QPS");
+  connection->add_option("--event-burst", o.event_burst, "Event burst above --event-qps")
+      ->check(CLI::Range(1, 100000))
+      ->envname("KSTACK_EVENT_BURST");
 
   auto* controller = cmd->add_option_group("Controller");
   controller

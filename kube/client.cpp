@@ -113,7 +113,15 @@ Client::Client(Config config, std::unique_ptr<Transport> transport, std::string 
     : config_(std::move(config)),
       transport_(std::move(transport)),
       path_prefix_(std::move(path_prefix)),
-      limiter_(config_.qps, config_.burst) {}
+      limiter_(config_.qps, config_.burst) {
+  if (config_.event_qps) event_limiter_.emplace(*config_.event_qps, config_.event_burst);
+}
+
+RateLimiter& Client::limiter_for(const ResourceType& type) {
+  const bool events =
+      type.plural == "events" && (type.group.empty() || type.group == "events.k8s.io");
+  return events && event_limiter_ ? *event_limiter_ : limiter_;
+}
 
 Result<HttpRequest> Client::make_request(std::string_view method, std::string_view path_and_query,
                                          std::string body, std::string_view ctype) {
@@ -138,11 +146,17 @@ Result<HttpRequest> Client::make_request(std::string_view method, std::string_vi
 
 Result<HttpResponse> Client::raw(std::string_view method, std::string_view path_and_query,
                                  std::string body, std::string_view ctype, std::string_view verb) {
+  return send(limiter_, method, path_and_query, std::move(body), ctype, verb);
+}
+
+Result<HttpResponse> Client::send(RateLimiter& limiter, std::string_view method,
+                                  std::string_view path_and_query, std::string body,
+                                  std::string_view ctype, std::string_view verb) {
   if (verb.empty()) verb = method;
   for (int attempt = 0;; ++attempt) {
     auto req = make_request(method, path_and_query, body, ctype);
     if (!req) return tl::unexpected(std::move(req.error()));
-    limiter_.acquire();
+    limiter.acquire();
     auto resp = transport_->send(*req);
     if (!resp) {
       metrics_.record(verb, "<error>");
@@ -165,10 +179,10 @@ Result<HttpRequest> Client::prepare_request(std::string_view method,
   return req;
 }
 
-Result<json::value> Client::call(std::string_view verb, std::string_view method,
-                                 std::string path_and_query, std::string body,
-                                 std::string_view ctype) {
-  auto resp = raw(method, path_and_query, std::move(body), ctype, verb);
+Result<json::value> Client::call(RateLimiter& limiter, std::string_view verb,
+                                 std::string_view method, std::string path_and_query,
+                                 std::string body, std::string_view ctype) {
+  auto resp = send(limiter, method, path_and_query, std::move(body), ctype, verb);
   if (!resp) return tl::unexpected(std::move(resp.error()));
   if (!is_success(resp->status)) {
     Error e = error_from_response(resp->status, resp->body, retry_after(*resp));
@@ -190,7 +204,7 @@ Result<json::value> Client::call(std::string_view verb, std::string_view method,
 Result<json::value> Client::get(const ResourceType& type, std::string_view ns,
                                 std::string_view name, std::string_view subresource) {
   if (auto r = check_path_segment("name", name); !r) return tl::unexpected(r.error());
-  return call("GET", "GET", resource_path(type, ns, name, subresource));
+  return call(limiter_for(type), "GET", "GET", resource_path(type, ns, name, subresource));
 }
 
 Result<json::value> Client::list(const ResourceType& type, std::string_view ns,
@@ -202,7 +216,7 @@ Result<json::value> Client::list(const ResourceType& type, std::string_view ns,
       .add("resourceVersion", o.resource_version)
       .add("resourceVersionMatch", o.resource_version_match);
   if (o.timeout_seconds) q.add("timeoutSeconds", std::int64_t{*o.timeout_seconds});
-  return call("LIST", "GET", resource_path(type, ns) + q.str());
+  return call(limiter_for(type), "LIST", "GET", resource_path(type, ns) + q.str());
 }
 
 namespace {
@@ -288,7 +302,8 @@ Result<json::value> Client::write(std::string_view method, const ResourceType& t
   Query q;
   q.add("fieldManager", options.field_manager);
   if (options.dry_run) q.add("dryRun", "All");
-  return call(method, method, path + q.str(), json::serialize(object), "application/json");
+  return call(limiter_for(type), method, method, path + q.str(), json::serialize(object),
+              "application/json");
 }
 
 Result<json::value> Client::create(const ResourceType& type, std::string_view ns,
@@ -319,8 +334,9 @@ Result<json::value> Client::patch(const ResourceType& type, std::string_view ns,
   q.add("fieldManager", options.field_manager);
   if (patch_type == PatchType::kApply) q.add_flag("force", options.force);
   if (options.dry_run) q.add("dryRun", "All");
-  return call("PATCH", "PATCH", resource_path(type, ns, name, subresource) + q.str(),
-              std::string(body), content_type(patch_type));
+  return call(limiter_for(type), "PATCH", "PATCH",
+              resource_path(type, ns, name, subresource) + q.str(), std::string(body),
+              content_type(patch_type));
 }
 
 Result<json::value> Client::remove(const ResourceType& type, std::string_view ns,
@@ -336,8 +352,8 @@ Result<json::value> Client::remove(const ResourceType& type, std::string_view ns
     if (o.precondition_resource_version) pre["resourceVersion"] = *o.precondition_resource_version;
     body["preconditions"] = std::move(pre);
   }
-  return call("DELETE", "DELETE", resource_path(type, ns, name), json::serialize(body),
-              "application/json");
+  return call(limiter_for(type), "DELETE", "DELETE", resource_path(type, ns, name),
+              json::serialize(body), "application/json");
 }
 
 Result<void> Client::watch(const ResourceType& type, std::string_view ns, const WatchOptions& o,
@@ -352,7 +368,7 @@ Result<void> Client::watch(const ResourceType& type, std::string_view ns, const 
   const std::string path = resource_path(type, ns);
   auto req = make_request("GET", path + q.str(), {}, {});
   if (!req) return tl::unexpected(std::move(req.error()));
-  limiter_.acquire();
+  limiter_for(type).acquire();
 
   WatchDecoder decoder;
   std::vector<WatchEvent> events;
@@ -438,7 +454,7 @@ Result<ResourceType> Client::discover(std::string_view api_version, std::string_
   }
   // Not cached, or cached before the kind existed (a CRD installed since): fetch afresh.
   const std::string path = gv.find('/') == std::string::npos ? "/api/" + gv : "/apis/" + gv;
-  auto list = call("GET", "GET", path);
+  auto list = call(limiter_, "GET", "GET", path);
   if (!list) return tl::unexpected(std::move(list.error()));
   auto rt = find_kind(*list, gv, kind);
   {

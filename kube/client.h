@@ -94,6 +94,9 @@ class Client {
   const Config& config() const { return config_; }
   RequestMetrics& metrics() { return metrics_; }
   const Transport& transport() const { return *transport_; }
+  // The token bucket a request on `type` takes its token from: Events' own when
+  // Config::event_qps is set, else the client's.
+  RateLimiter& limiter_for(const ResourceType& type);
 
   Result<boost::json::value> get(const ResourceType& type, std::string_view ns,
                                  std::string_view name, std::string_view subresource = {});
@@ -148,9 +151,13 @@ class Client {
  private:
   Result<HttpRequest> make_request(std::string_view method, std::string_view path_and_query,
                                    std::string body, std::string_view content_type);
-  Result<boost::json::value> call(std::string_view verb, std::string_view method,
-                                  std::string path_and_query, std::string body = {},
-                                  std::string_view content_type = {});
+  Result<boost::json::value> call(RateLimiter& limiter, std::string_view verb,
+                                  std::string_view method, std::string path_and_query,
+                                  std::string body = {}, std::string_view content_type = {});
+  Result<HttpResponse> send(RateLimiter& limiter, std::string_view method,
+                            std::string_view path_and_query, std::string body,
+                            std::string_view content_type, std::string_view verb);
+
   Result<boost::json::value> write(std::string_view method, const ResourceType& type,
                                    std::string_view ns, const boost::json::value& object,
                                    const WriteOptions& options, std::string_view subresource);
@@ -159,6 +166,7 @@ class Client {
   std::unique_ptr<Transport> transport_;
   std::string path_prefix_;
   RateLimiter limiter_;
+  std::optional<RateLimiter> event_limiter_;  // Config::event_qps set
   RequestMetrics metrics_;
   std::mutex discovery_mu_;
   std::map<std::string, boost::json::value> discovery_cache_;  // groupVersion -> resource list

@@ -67,6 +67,12 @@ struct Config {
   std::string source;                             // where it came from, for messages
   double qps = kDefaultQps;
   int burst = kDefaultBurst;
+  // Requests on Events (core/v1 and events.k8s.io) take their tokens from a bucket of their
+  // own when set (<= 0: unlimited), so that a burst of Events never delays the object writes
+  // behind it; controller-runtime's recorder does the same by posting through a client of its
+  // own. Unset: one bucket for every request.
+  std::optional<double> event_qps;
+  int event_burst = kDefaultBurst;
   // Per-request deadline (kubectl's --request-timeout); unset = the transport's default.
   // Watches are not bounded by it (they have their own idle timeout).
   std::optional<std::chrono::milliseconds> request_timeout;

@@ -45,7 +45,8 @@ tl::expected<std::unique_ptr<testenv::ControlPlane>, std::string> start_with_crd
   return std::move(*cp);
 }
 
-std::shared_ptr<kube::Client> admin_client(const testenv::ControlPlane& cp, double qps, int burst) {
+std::shared_ptr<kube::Client> admin_client(const testenv::ControlPlane& cp, double qps, int burst,
+                                           std::optional<double> event_qps, int event_burst) {
   kube::Config c;
   c.server = cp.server();
   c.ca_pem = cp.ca_pem();
@@ -53,6 +54,8 @@ std::shared_ptr<kube::Client> admin_client(const testenv::ControlPlane& cp, doub
   c.source = "bench control plane";
   c.qps = qps;
   c.burst = burst;
+  c.event_qps = event_qps;
+  c.event_burst = event_burst;
   auto client = kube::Client::create(std::move(c));
   if (!client) throw std::runtime_error(client.error().to_string());
   return *client;

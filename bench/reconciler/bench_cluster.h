@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,9 +35,12 @@ tl::expected<void, std::string> install_crds(const testenv::ControlPlane& cp,
 tl::expected<std::unique_ptr<testenv::ControlPlane>, std::string> start_with_crds(
     const std::filesystem::path& source);
 
-// An admin client; qps 0 = no client-side rate limit.
+// An admin client; qps 0 = no client-side rate limit. With event_qps, Events have a token
+// bucket of their own (kube::Config::event_qps), as the operator's client has.
 std::shared_ptr<kube::Client> admin_client(const testenv::ControlPlane& cp, double qps = 0,
-                                           int burst = 0);
+                                           int burst = 0,
+                                           std::optional<double> event_qps = std::nullopt,
+                                           int event_burst = 0);
 
 std::string str_at(const boost::json::value& v, std::string_view pointer);
 void drop_managed_fields(boost::json::value& object);  // as the informers do

@@ -1,9 +1,10 @@
 // Time to converge (issue 5): N Stacks (default 100 × 3 roles × 3 members) created at once on
 // the test control plane with kube-controller-manager and simulated nodes (tests/nodesim),
 // converged by an in-process reconciler::Controller with the operator's defaults (4 workers,
-// client qps 50, burst 100): the time until every Stack is ready, Stacks/s, pods/s and the
-// API requests per Stack. Reference, side by side in the same run: the same objects created
-// without kstack, until their pods are Ready (bench/reconciler/converge_runs.h). With
+// client qps 50, burst 100, Events on a bucket of their own of the same size): the time until every
+// Stack is ready, Stacks/s, pods/s and the API requests per Stack. Reference, side by side in the
+// same run: the same objects created without kstack, until their pods are Ready
+// (bench/reconciler/converge_runs.h). With
 // --rounds R both run R times, alternating which goes first; medians are reported.
 #include <algorithm>
 #include <chrono>
@@ -70,11 +71,14 @@ void report(const Settings& s, const std::vector<Run>& kstack_runs,
   const bool with_ref = !reference_runs.empty();
   fmt::print(
       "\n{} Stacks × {} roles × {} members = {} pods{}; member Services for {} of {} roles; "
-      "{} simulated nodes; {} workers; client qps {} burst {}; {} round(s){}; Stacks {}; "
+      "{} simulated nodes; {} workers; client qps {} burst {}; {}; {} round(s){}; Stacks {}; "
       "members' progress written at most every {} ms\n",
       s.stacks, s.shape.roles, s.shape.members, s.pods(), s.shape.storage ? " with PVCs" : "",
-      s.shape.ported_roles, s.shape.roles, s.nodes, s.workers, s.qps, s.burst, s.rounds,
-      s.rounds > 1 ? ", medians" : "",
+      s.shape.ported_roles, s.shape.roles, s.nodes, s.workers, s.qps, s.burst,
+      s.event_qps < 0
+          ? std::string("Events in the same bucket")
+          : fmt::format("Events' own bucket qps {} burst {}", s.event_qps, s.event_burst),
+      s.rounds, s.rounds > 1 ? ", medians" : "",
       s.admission ? "as the admission webhook stores them" : "without admission",
       s.status_progress_ms >= 0 ? s.status_progress_ms
                                 : reconciler::ControllerOptions{}.status_progress_interval.count());
@@ -159,6 +163,10 @@ int main(int argc, char** argv) {
   cli.add_option("--workers", s.workers, "controller workers (also the creating threads)");
   cli.add_option("--qps", s.qps, "client-side rate limit of the controller and the reference");
   cli.add_option("--burst", s.burst);
+  cli.add_option("--event-qps", s.event_qps,
+                 "the controller's Events' own bucket (the operator's --event-qps); -1: Events "
+                 "share the --qps bucket");
+  cli.add_option("--event-burst", s.event_burst);
   cli.add_option("--controller-manager-qps", s.controller_manager_qps,
                  "kube-controller-manager --kube-api-qps (burst twice that)");
   cli.add_option("--rounds", s.rounds, "runs of each, alternating which goes first");

@@ -189,6 +189,14 @@ tl::expected<void, std::string> delete_namespace(kube::Client& admin, const std:
   return {};
 }
 
+// The controller's client: rate limited as the operator's (objects, and Events on their own).
+std::shared_ptr<kube::Client> controller_client(const testenv::ControlPlane& cp,
+                                                const Settings& s) {
+  return admin_client(cp, s.qps, s.burst,
+                      s.event_qps < 0 ? std::nullopt : std::optional<double>(s.event_qps),
+                      s.event_burst);
+}
+
 reconciler::ControllerOptions controller_options(const std::string& ns, const Settings& s) {
   reconciler::ControllerOptions o;
   o.watch_namespace = ns;
@@ -204,7 +212,7 @@ reconciler::ControllerOptions controller_options(const std::string& ns, const Se
 // remove the Stacks' finalizers if the namespace is deleted next).
 tl::expected<std::unique_ptr<reconciler::Controller>, std::string> restart(
     const testenv::ControlPlane& cp, const Settings& s, const std::string& ns, Run& run) {
-  auto client = admin_client(cp, s.qps, s.burst);
+  auto client = controller_client(cp, s);
   // Start-up (the caches' sync, the PodDisruptionBudget API's discovery: two GETs on a 1.20
   // server) is not a pass's doing: counted from when the workers start.
   auto options = controller_options(ns, s);
@@ -285,7 +293,7 @@ tl::expected<Run, std::string> run_kstack(const testenv::ControlPlane& cp, const
   if (!stacks) return tl::unexpected(stacks.error());
   Run run;
   {
-    auto client = admin_client(cp, s.qps, s.burst);
+    auto client = controller_client(cp, s);
     reconciler::Controller controller(client, controller_options(ns, s));
     if (auto started = controller.start(); !started) {
       return tl::unexpected("controller: " + started.error().to_string());

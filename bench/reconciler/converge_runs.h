@@ -29,6 +29,10 @@ struct Settings {
   int workers = 4;  // the operator's --workers default
   double qps = kube::kDefaultQps;
   int burst = kube::kDefaultBurst;
+  // The controller's Events' own bucket (the operator's --event-qps/--event-burst defaults);
+  // event_qps < 0: Events share the objects' bucket.
+  double event_qps = kube::kDefaultQps;
+  int event_burst = kube::kDefaultBurst;
   int controller_manager_qps = 100;
   bool reference = true;
   // false: Stacks are created as written, without the admission webhook's defaults and

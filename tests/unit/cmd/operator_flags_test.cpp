@@ -57,6 +57,8 @@ TEST(OperatorFlags, DefaultsFollowTheSpec) {
   EXPECT_EQ(p.options.log_format, "auto");
   EXPECT_EQ(p.options.coalesce_ms, 250);
   EXPECT_EQ(p.options.status_progress_ms, 5000);
+  EXPECT_EQ(p.options.event_qps, 50.0);
+  EXPECT_EQ(p.options.event_burst, 100);
   EXPECT_EQ(p.options.webhook_max_connections, 512u);
   EXPECT_EQ(p.options.webhook_max_inflight_body_bytes, 64u << 20);
 }
@@ -93,10 +95,11 @@ TEST(OperatorFlags, AdmissionLimitsTooSmallForOneConnectionOrOneBodyAreRefused) 
 }
 
 TEST(OperatorFlags, FlagsOverrideAndBooleansTakeFalse) {
-  const auto p = parse({"--webhook=false", "--leader-elect=false", "--resync-period=90",
-                        "--lease-duration=4s", "--renew-deadline=3s", "--retry-period=500ms",
-                        "--webhook-url-host=127.0.0.1", "--webhook-url-host=::1",
-                        "--metrics-port=0", "--coalesce-ms=0", "--status-progress-ms=0"});
+  const auto p =
+      parse({"--webhook=false", "--leader-elect=false", "--resync-period=90", "--lease-duration=4s",
+             "--renew-deadline=3s", "--retry-period=500ms", "--webhook-url-host=127.0.0.1",
+             "--webhook-url-host=::1", "--metrics-port=0", "--coalesce-ms=0",
+             "--status-progress-ms=0", "--event-qps=5", "--event-burst=7"});
   ASSERT_EQ(p.error, "");
   EXPECT_FALSE(p.options.webhook);
   EXPECT_FALSE(p.options.leader_elect);
@@ -106,6 +109,8 @@ TEST(OperatorFlags, FlagsOverrideAndBooleansTakeFalse) {
   EXPECT_EQ(p.options.metrics_port, 0);
   EXPECT_EQ(p.options.coalesce_ms, 0);
   EXPECT_EQ(p.options.status_progress_ms, 0);
+  EXPECT_EQ(p.options.event_qps, 5.0);
+  EXPECT_EQ(p.options.event_burst, 7);
 }
 
 TEST(OperatorFlags, EnvironmentVariablesAreTheFallback) {
