@@ -135,6 +135,14 @@ std::string Error::to_string() const {
   return out;
 }
 
+bool Error::namespace_terminating() const {
+  if (kind != ErrorKind::kForbidden) return false;
+  for (const auto& c : causes) {
+    if (c.reason == "NamespaceTerminating") return true;
+  }
+  return message.find("because it is being terminated") != std::string::npos;
+}
+
 bool Error::retryable() const {
   switch (kind) {
     case ErrorKind::kTimeout:

@@ -62,6 +62,10 @@ struct Error {
   std::string to_string() const;
 
   bool is(ErrorKind k) const { return kind == k; }
+  // 403 because the namespace is being deleted: nothing can be created in it any more, Events
+  // included (the API server's NamespaceLifecycle admission; the cause NamespaceTerminating
+  // since Kubernetes 1.17, the message alone before).
+  bool namespace_terminating() const;
   // True for errors worth retrying with backoff (transport, timeouts, 429, 5xx).
   bool retryable() const;
 };

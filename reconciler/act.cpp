@@ -63,6 +63,7 @@ struct Acting {
   std::optional<WorkResult> failure;  // the first failed write
   std::vector<DegradedCause> failed_applies;
   std::vector<ObjectEvent> object_events;
+  bool namespace_terminating = false;  // an apply was refused: the namespace is being deleted
   bool status_current = false;  // the status the plan made is the Stack's (written or unchanged)
 
   void fail(WorkResult r) {
@@ -90,6 +91,11 @@ struct Acting {
 void Acting::apply(const Write& w) {
   json::value answer;
   auto change = a.writer.apply(*w.type, w.object, w.live.get(), &answer);
+  if (!change && change.error().namespace_terminating()) {
+    // Not a failure of the Stack's: its deletion follows (see TerminatingStacks).
+    namespace_terminating = true;
+    return;
+  }
   if (!change) {
     const auto what =
         fmt::format("apply {} {}/{}: {}", w.type->kind, snap.ns(), w.name, change.error().message);
@@ -276,12 +282,35 @@ void StatusPacer::written(const std::string& key, Clock::time_point now) {
   prune_at_ = std::max<std::size_t>(1024, 2 * last_.size());
 }
 
+bool TerminatingStacks::contains(const std::string& key, std::string_view uid) const {
+  std::lock_guard lock(mu_);
+  const auto it = uids_.find(key);
+  return it != uids_.end() && it->second == uid;
+}
+
+void TerminatingStacks::add(const std::string& key, std::string uid) {
+  std::lock_guard lock(mu_);
+  uids_[key] = std::move(uid);
+}
+
+void TerminatingStacks::forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  uids_.erase(key);
+}
+
 WorkResult act(const Snapshot& snap, const Plan& plan, Actuators& actuators) {
-  Acting acting{snap, plan, actuators, snap.object, {}, {}, {}, false};
+  const std::string& uid = snap.stack.metadata.uid;
+  if (!snap.stack.metadata.deleting && actuators.terminating != nullptr &&
+      actuators.terminating->contains(snap.key, uid)) {
+    spdlog::debug("stack {}: its namespace is being deleted: nothing to write", snap.key);
+    return WorkResult::success();
+  }
+  Acting acting{snap, plan, actuators, snap.object, {}, {}, {}, false, false};
   if (plan.add_finalizer) {
     if (auto ended = acting.set_finalizers(true)) return *ended;
   }
   for (const auto* wp : write_order(plan.writes)) {
+    if (acting.namespace_terminating) break;
     const auto& w = *wp;
     switch (w.op) {
       case Write::Op::kApply:
@@ -294,6 +323,13 @@ WorkResult act(const Snapshot& snap, const Plan& plan, Actuators& actuators) {
         acting.retain(w);
         break;
     }
+  }
+  if (acting.namespace_terminating) {
+    // No Events (they cannot be created there) and no status: the Stack goes with its namespace.
+    spdlog::info("stack {}: namespace {} is being deleted: no more writes for this Stack", snap.key,
+                 snap.ns());
+    if (actuators.terminating != nullptr) actuators.terminating->add(snap.key, uid);
+    return WorkResult::success();
   }
   for (const auto& e : plan.events) {
     if (e.type == "Warning") spdlog::warn("stack {}: {}: {}", snap.key, e.reason, e.note);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "executor/actuators.h"
@@ -47,6 +48,23 @@ class StatusPacer {
   std::size_t prune_at_ = 1024;  // size at which entries older than interval_ are dropped
 };
 
+// Stacks whose namespace the API server said is being deleted (kube::Error::
+// namespace_terminating): nothing can be created there any more, Events included, and the
+// namespace's deletion deletes the Stack. Until then such a Stack's passes send nothing, where
+// they would send one refused apply per missing object (and a refused Warning Event) for every
+// object the namespace controller removes. Keyed by the Stack and its uid: a Stack made again
+// under the same name (in a namespace made again) is not in it. Thread-safe.
+class TerminatingStacks {
+ public:
+  bool contains(const std::string& key, std::string_view uid) const;
+  void add(const std::string& key, std::string uid);
+  void forget(const std::string& key);  // the Stack is gone
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::string> uids_;  // Stack key -> uid
+};
+
 struct Actuators {
   executor::ObjectWriter& writer;
   executor::EventSink& events;
@@ -54,8 +72,9 @@ struct Actuators {
   // Where server answers are kept (null: nowhere).
   informer::Store* stacks = nullptr;
   observer::Stores owned;
-  SetupQueue* setup = nullptr;   // null: setup steps are not started
-  StatusPacer* pacer = nullptr;  // null: every changed status is written at once
+  SetupQueue* setup = nullptr;               // null: setup steps are not started
+  StatusPacer* pacer = nullptr;              // null: every changed status is written at once
+  TerminatingStacks* terminating = nullptr;  // null: not remembered between passes
 };
 
 informer::WorkResult act(const Snapshot& snapshot, const Plan& plan, Actuators& actuators);

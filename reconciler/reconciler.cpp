@@ -137,6 +137,7 @@ WorkResult Reconciler::reconcile(const std::string& key) {
   }
   const auto snapshot = observe(key);
   if (!snapshot) {
+    terminating_.forget(key);
     if (setup_.steps != nullptr) setup_.steps->forget_stack(key);
     return WorkResult::success();
   }
@@ -156,7 +157,8 @@ WorkResult Reconciler::reconcile(const std::string& key) {
                       caches_.stacks,
                       caches_.owned,
                       setup_.steps,
-                      options_.status_progress_interval.count() > 0 ? &pacer_ : nullptr};
+                      options_.status_progress_interval.count() > 0 ? &pacer_ : nullptr,
+                      &terminating_};
   return act(*snapshot, planned, actuators);
 }
 

@@ -92,6 +92,7 @@ class Reconciler {
   observer::Observer observer_;
   SetupHooks setup_;
   StatusPacer pacer_;
+  TerminatingStacks terminating_;
 };
 
 }  // namespace kstack::reconciler

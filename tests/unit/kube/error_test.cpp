@@ -31,6 +31,29 @@ TEST(ErrorFromResponse, InvalidCarriesFieldCauses) {
   EXPECT_NE(e.to_string().find("metadata.name: Invalid value"), std::string::npos);
 }
 
+// What kube-apiserver 1.20 answers a create in a namespace being deleted (NamespaceLifecycle).
+TEST(ErrorFromResponse, ANamespaceBeingDeletedIsToldFromOtherForbiddens) {
+  const auto terminating = error_from_response(403, R"({"kind":"Status","status":"Failure",
+    "message":"services \"db-0\" is forbidden: unable to create new content in namespace apps because it is being terminated",
+    "reason":"Forbidden","details":{"name":"db-0","kind":"services","causes":[
+      {"reason":"NamespaceTerminating","message":"namespace apps is being terminated",
+       "field":"metadata.namespace"}]},"code":403})");
+  EXPECT_EQ(terminating.kind, ErrorKind::kForbidden);
+  EXPECT_TRUE(terminating.namespace_terminating());
+  // An older server: the message alone.
+  EXPECT_TRUE(error_from_response(403, R"({"kind":"Status","reason":"Forbidden","code":403,
+    "message":"unable to create new content in namespace apps because it is being terminated"})")
+                  .namespace_terminating());
+  const auto rbac = error_from_response(403, R"({"kind":"Status","reason":"Forbidden","code":403,
+    "message":"services is forbidden: User \"x\" cannot create resource \"services\""})");
+  EXPECT_EQ(rbac.kind, ErrorKind::kForbidden);
+  EXPECT_FALSE(rbac.namespace_terminating());
+  // The same words from anything but a 403 are not this.
+  EXPECT_FALSE(error_from_response(409, R"({"kind":"Status","reason":"Conflict","code":409,
+    "message":"because it is being terminated"})")
+                   .namespace_terminating());
+}
+
 TEST(ErrorFromResponse, ExpiredStatusInsideWatchIsGoneWithCodeFromBody) {
   const auto e = error_from_response(
       0, R"({"kind":"Status","reason":"Expired","message":"too old resource version","code":410})");

@@ -106,8 +106,9 @@ struct ActTest : ::testing::Test {
   FakeEvents events;
   FakeNotify notify;
   informer::Store stacks, sets, services, pvcs, pods;
-  Actuators actuators{writer,  events, &notify, &stacks, {&sets, &services, &pvcs, &pods},
-                      nullptr, nullptr};
+  TerminatingStacks terminating;
+  Actuators actuators{writer,  events,  &notify,     &stacks, {&sets, &services, &pvcs, &pods},
+                      nullptr, nullptr, &terminating};
 
   informer::WorkResult run(const World& w, const Plan& p) {
     return act(w.snapshot(), p, actuators);
@@ -139,6 +140,63 @@ TEST_F(ActTest, AFailedApplyDegradesTheStackWithApplyFailedAndEndsTerminal) {
       << degraded->message;
   EXPECT_EQ(events.posted.front().reason, "ApplyFailed");
   EXPECT_EQ(events.posted.front().type, "Warning");
+}
+
+kube::Error namespace_terminating() {
+  kube::Error e = error_of(kube::ErrorKind::kForbidden,
+                           "unable to create new content in namespace apps because it is being "
+                           "terminated");
+  e.causes.push_back(
+      {"NamespaceTerminating", "namespace apps is being terminated", "metadata.namespace"});
+  return e;
+}
+
+// While the namespace controller removes a Stack's objects, each removal is a pass that would
+// create the object again: refused, as is any Event there.
+TEST_F(ActTest, ANamespaceBeingDeletedEndsThePassAndLaterPassesOfThatStackSendNothing) {
+  auto w = new_stack();
+  writer.apply_error = namespace_terminating();
+  EXPECT_EQ(run(w, pass(w)).kind, Kind::kSuccess);
+  ASSERT_EQ(writer.calls.size(), 1u) << "one refused apply, then nothing";
+  EXPECT_TRUE(writer.calls.front().starts_with("apply ")) << writer.calls.front();
+  EXPECT_TRUE(events.posted.empty()) << events.posted.front().reason;
+  EXPECT_TRUE(terminating.contains("apps/db", kStackUid));
+
+  writer.calls.clear();
+  EXPECT_EQ(run(w, pass(w)).kind, Kind::kSuccess);
+  EXPECT_TRUE(writer.calls.empty()) << writer.calls.front();
+  EXPECT_TRUE(events.posted.empty());
+
+  // A Stack made again under that name (another uid: its namespace was made again) is served.
+  writer.apply_error.reset();
+  auto again = w.snapshot();
+  again.stack.metadata.uid = "stack-uid-2";
+  act(again, pass(w), actuators);
+  EXPECT_GT(writer.calls.size(), 1u);
+  EXPECT_FALSE(events.posted.empty());
+}
+
+TEST_F(ActTest, AStackInANamespaceBeingDeletedStillLetsGoOfItsFinalizer) {
+  World w(1);
+  w.settle();
+  terminating.add("apps/db", std::string(kStackUid));
+  w.mark_deleted();
+  w.sets.clear();
+  w.pods.clear();
+  w.pvcs.clear();
+  w.services.clear();
+  EXPECT_EQ(run(w, pass(w)).kind, Kind::kSuccess);
+  ASSERT_FALSE(writer.calls.empty());
+  EXPECT_EQ(writer.calls.back(), "finalizers -");
+}
+
+TEST_F(ActTest, AForbiddenApplyForAnyOtherReasonStillDegradesTheStack) {
+  auto w = new_stack();
+  writer.apply_error = error_of(kube::ErrorKind::kForbidden, "cannot create resource services");
+  EXPECT_EQ(run(w, pass(w)).kind, Kind::kTerminalError);
+  EXPECT_GT(writer.calls.size(), 1u) << "every write is tried";
+  EXPECT_EQ(events.posted.front().reason, "ApplyFailed");
+  EXPECT_FALSE(terminating.contains("apps/db", kStackUid));
 }
 
 TEST_F(ActTest, AConflictOnApplyIsRetriedWithoutDegradingTheStack) {
