@@ -225,6 +225,7 @@ void Executor::event(const json::value& regarding, std::string_view type, std::s
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
+    if (!uid.empty() && terminating_uids_.contains(std::string(uid))) return;
     if (recent_events_.size() > kDedupPruneThreshold) {
       std::erase_if(recent_events_, [&](const auto& entry) {
         return now - entry.second >= options_.event_dedup_window;
@@ -274,6 +275,15 @@ void Executor::event(const json::value& regarding, std::string_view type, std::s
 
   auto posted = client_->create(kCoreEvents, ns, body);
   std::lock_guard lock(mu_);
+  if (!posted && posted.error().namespace_terminating()) {
+    // Its namespace is being deleted: no Event about this object can be posted any more.
+    recent_events_.erase(key);
+    if (terminating_uids_.size() >= kDedupPruneThreshold) terminating_uids_.clear();
+    if (!uid.empty()) terminating_uids_.insert(std::string(uid));
+    spdlog::info("executor: namespace {} is being deleted: no more Events about {} {}", ns,
+                 string_at(regarding, "/kind"), name);
+    return;
+  }
   if (!posted) {
     // Forget it so that the next identical event is tried again.
     recent_events_.erase(key);

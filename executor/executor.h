@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include <boost/json/value.hpp>
@@ -81,7 +82,8 @@ class Executor : public ObjectWriter, public EventSink {
   // Posts an Event about `regarding` (an object with apiVersion, kind and metadata) through
   // core/v1 with both the events.k8s.io/v1 fields and the deprecated timestamps and count
   // older clients sort by. type: "Normal" | "Warning". Best effort: failures are logged, never
-  // returned. Identical events within event_dedup_window are dropped.
+  // returned. Identical events within event_dedup_window are dropped, and so are all Events
+  // about an object once its namespace refused one because it is being deleted.
   void event(const boost::json::value& regarding, std::string_view type, std::string_view reason,
              std::string_view action, std::string_view note) override;
   // The same for several notes of one reason: they are joined with "; " into as few Events as
@@ -102,6 +104,9 @@ class Executor : public ObjectWriter, public EventSink {
   ExecutorOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> recent_events_;
+  // Objects whose namespace refused an Event because it is being deleted: later Events about
+  // them are dropped (uids: an object made again under the same name is not one of them).
+  std::unordered_set<std::string> terminating_uids_;
   std::uint64_t applies_ = 0;
   std::uint64_t events_posted_ = 0;
 };

@@ -88,5 +88,40 @@ TEST_F(ReconcilerTest, StableStacksCostNoWritesOnResyncAndANewStackOnlyAFewPerOb
   EXPECT_EQ(writes_by_verb(converge)["DELETE"], 0u) << "nothing to delete when creating";
 }
 
+// Deleting a namespace removes a Stack's objects before the Stack itself (the namespace
+// controller goes through the API groups one by one); each removal is a watch event, and a pass
+// that tried to create the object again would be refused (403 NamespaceTerminating), as would
+// any Event. At most one such refusal per Stack, for an apply or for an Event: then the Stack is
+// known to be going, and its finalizer is still removed.
+TEST_F(ReconcilerTest, DeletingANamespaceCostsAtMostOneRefusedApplyAndOneRefusedEventPerStack) {
+  ASSERT_NO_FATAL_FAILURE(start_controller(controller_options(ns_)));
+  ASSERT_TRUE(controller_);
+  auto& metrics = controller_->client().metrics();
+  constexpr std::size_t kGoing = 2;
+  for (std::size_t i = 0; i < kGoing; ++i) {
+    create(kStacks, ring_stack(ns_, fmt::format("going-{}", i), 2, 3));
+  }
+  for (std::size_t i = 0; i < kGoing; ++i) {
+    auto ready = wait_stack_ready(*client_, ns_, fmt::format("going-{}", i));
+    ASSERT_TRUE(ready) << ready.error();
+  }
+  const auto before = metrics.snapshot();
+  ASSERT_TRUE(client_->remove(kube::resources::kNamespaces, "", ns_));
+  auto gone = wait_for(
+      *client_, kStacks, ns_, "", [](const Objects& o) { return o.empty(); }, kConvergeTimeout);
+  ASSERT_TRUE(gone) << "the controller lets go of the Stacks of a namespace being deleted: "
+                    << gone.error();
+  const auto during = counts_since(before, metrics.snapshot());
+  std::cout << "[ writes ] deleting the namespace of " << kGoing << " ready Stacks, requests:\n"
+            << format_counts(during);
+  std::uint64_t refused_applies = 0, refused_events = 0;
+  for (const auto& [key, n] : during) {
+    if (key.second != "403") continue;
+    (key.first == "POST" ? refused_events : refused_applies) += n;
+  }
+  EXPECT_LE(refused_applies, kGoing) << format_counts(during);
+  EXPECT_LE(refused_events, kGoing) << format_counts(during);
+}
+
 }  // namespace
 }  // namespace kstack::testenv::e2e
