@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <mutex>
+#include <utility>
 
 #include <boost/json.hpp>
 
@@ -112,23 +113,23 @@ void Store::add_index(std::string name, IndexFunc func) {
   auto& index = indexes_[name];
   index.func = std::move(func);
   index.values.clear();
-  for (const auto& [key, obj] : items_) {
-    for (auto& v : index.func(*obj)) index.values[std::move(v)].insert(key);
+  for (const auto& item : items_) {
+    for (auto& v : index.func(*item.second)) index.values[std::move(v)].insert(&item);
   }
 }
 
-void Store::index_locked(const std::string& key, const json::value& object) {
+void Store::index_locked(const Item& item) {
   for (auto& [name, index] : indexes_) {
-    for (auto& v : index.func(object)) index.values[std::move(v)].insert(key);
+    for (auto& v : index.func(*item.second)) index.values[std::move(v)].insert(&item);
   }
 }
 
-void Store::unindex_locked(const std::string& key, const json::value& object) {
+void Store::unindex_locked(const Item& item) {
   for (auto& [name, index] : indexes_) {
-    for (const auto& v : index.func(object)) {
+    for (const auto& v : index.func(*item.second)) {
       auto it = index.values.find(v);
       if (it == index.values.end()) continue;
-      it->second.erase(key);
+      it->second.erase(&item);
       if (it->second.empty()) index.values.erase(it);
     }
   }
@@ -139,14 +140,10 @@ void Store::observe_locked(std::string_view rv) {
 }
 
 ObjectPtr Store::upsert_locked(std::string key, ObjectPtr object) {
-  auto [it, inserted] = items_.try_emplace(key, object);
-  ObjectPtr previous;
-  if (!inserted) {
-    previous = std::move(it->second);
-    unindex_locked(key, *previous);
-    it->second = object;
-  }
-  index_locked(key, *object);
+  auto [it, inserted] = items_.try_emplace(std::move(key));
+  if (!inserted) unindex_locked(*it);
+  ObjectPtr previous = std::exchange(it->second, std::move(object));
+  index_locked(*it);
   return previous;
 }
 
@@ -203,9 +200,9 @@ ObjectPtr Store::erase(const std::string& key, std::string_view deleted_at) {
       cached && deleted && *cached > *deleted) {
     return nullptr;  // a write answer re-created it after this deletion: the watch is behind
   }
+  unindex_locked(*it);
   ObjectPtr removed = std::move(it->second);
   items_.erase(it);
-  unindex_locked(key, *removed);
   return removed;
 }
 
@@ -214,7 +211,7 @@ std::vector<ReplaceDelta> Store::replace(std::vector<ObjectPtr> objects,
   std::vector<ReplaceDelta> deltas;
   std::unique_lock lock(mu_);
   observe_locked(list_version);
-  std::unordered_map<std::string, ObjectPtr> fresh;
+  Items fresh;
   fresh.reserve(objects.size());
   const auto listed_at = resource_version_number(list_version);
   for (auto& obj : objects) {
@@ -244,7 +241,7 @@ std::vector<ReplaceDelta> Store::replace(std::vector<ObjectPtr> objects,
   }
   items_ = std::move(fresh);
   for (auto& [name, index] : indexes_) index.values.clear();
-  for (const auto& [key, obj] : items_) index_locked(key, *obj);
+  for (const auto& item : items_) index_locked(item);
   return deltas;
 }
 
@@ -277,9 +274,21 @@ std::vector<ObjectPtr> Store::by_index(std::string_view index, std::string_view 
   if (idx == indexes_.end()) return out;
   auto it = idx->second.values.find(std::string(value));
   if (it == idx->second.values.end()) return out;
-  for (const auto& key : it->second) {
-    if (auto obj = items_.find(key); obj != items_.end()) out.push_back(obj->second);
-  }
+  out.reserve(it->second.size());
+  for (const Item* item : it->second) out.push_back(item->second);
+  return out;
+}
+
+std::vector<std::pair<std::string, ObjectPtr>> Store::by_index_keyed(
+    std::string_view index, std::string_view value) const {
+  std::shared_lock lock(mu_);
+  std::vector<std::pair<std::string, ObjectPtr>> out;
+  auto idx = indexes_.find(index);
+  if (idx == indexes_.end()) return out;
+  auto it = idx->second.values.find(std::string(value));
+  if (it == idx->second.values.end()) return out;
+  out.reserve(it->second.size());
+  for (const Item* item : it->second) out.emplace_back(item->first, item->second);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <boost/json/value.hpp>
@@ -98,6 +99,10 @@ class Store {
   std::vector<ObjectPtr> list() const;
   std::vector<std::string> keys() const;
   std::vector<ObjectPtr> by_index(std::string_view index, std::string_view value) const;
+  // The same with each object's key ("namespace/name"), which the caller then need not read
+  // out of the object: a cached object is cold memory, the index and its keys are not.
+  std::vector<std::pair<std::string, ObjectPtr>> by_index_keyed(std::string_view index,
+                                                                std::string_view value) const;
   std::size_t size() const;
 
   // True once the first complete list has been stored.
@@ -105,17 +110,24 @@ class Store {
   void mark_synced();
 
  private:
+  using Items = std::unordered_map<std::string, ObjectPtr>;
+  // An entry of items_: its address is stable while it is in the map (unordered_map nodes do
+  // not move on rehash, nor when the whole map is moved), so indexes point at it instead of
+  // holding a copy of its key — one pointer per indexed object instead of a string, and a
+  // lookup by index reads the entry without hashing the key again.
+  using Item = Items::value_type;
   struct Index {
     IndexFunc func;
-    std::unordered_map<std::string, std::unordered_set<std::string>> values;  // value -> keys
+    std::unordered_map<std::string, std::unordered_set<const Item*>> values;  // value -> items
   };
-  void index_locked(const std::string& key, const boost::json::value& object);
-  void unindex_locked(const std::string& key, const boost::json::value& object);
+  // Both take the entry while it is in items_ (unindex before erasing it).
+  void index_locked(const Item& item);
+  void unindex_locked(const Item& item);
   ObjectPtr upsert_locked(std::string key, ObjectPtr object);
   void observe_locked(std::string_view rv);
 
   mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, ObjectPtr> items_;
+  Items items_;
   std::map<std::string, Index, std::less<>> indexes_;
   bool synced_ = false;
   // The highest resourceVersion the watch delivered (events, bookmarks, list versions).

@@ -22,7 +22,8 @@ namespace kstack::reconciler::detail {
 const boost::json::value* at(const boost::json::value& v, std::string_view pointer);
 std::string str_at(const boost::json::value& v, std::string_view pointer);
 bool is_deleting(const boost::json::value& object);
-std::string controller_uid(const boost::json::value& object);  // "" when none
+// Points into `object` ("" when none): no copy of a uid per object read.
+std::string_view controller_uid(const boost::json::value& object);
 bool owned_by(const boost::json::value& object, std::string_view uid);
 std::int64_t replicas_of(const boost::json::value& sts);
 bool has_finalizer(const catalog::Stack& stack);

@@ -61,7 +61,7 @@ bool is_deleting(const json::value& object) {
   return ts != nullptr && !ts->is_null();
 }
 
-std::string controller_uid(const json::value& object) {
+std::string_view controller_uid(const json::value& object) {
   const auto* refs = at(object, "/metadata/ownerReferences");
   if (refs == nullptr || !refs->is_array()) return {};
   for (const auto& r : refs->as_array()) {
@@ -69,7 +69,8 @@ std::string controller_uid(const json::value& object) {
     const auto* c = r.as_object().if_contains("controller");
     if (c != nullptr && c->is_bool() && c->as_bool()) {
       const auto* uid = r.as_object().if_contains("uid");
-      return uid != nullptr && uid->is_string() ? std::string(uid->as_string()) : std::string();
+      return uid != nullptr && uid->is_string() ? std::string_view(uid->as_string())
+                                                : std::string_view();
     }
   }
   return {};

@@ -113,6 +113,41 @@ TEST(Store, ReplaceEmitsAddUpdateDeleteAndNothingForUnchanged) {
             (std::vector<std::string>{"changed", "new", "same"}));
 }
 
+// The indexes point at the store's entries: they must follow every way an entry changes
+// (replaced in place, erased, the whole map replaced by a list) and give each object's key.
+TEST(Store, KeyedIndexLookupGivesKeysAndFollowsUpsertEraseAndReplace) {
+  Store s;
+  s.add_index("stack", indexes::by_label("kstack.io/stack"));
+  const auto keyed = [&s](std::string_view value) {
+    std::vector<std::string> out;
+    for (const auto& [key, object] : s.by_index_keyed("stack", value)) {
+      EXPECT_EQ(key, object_key(*object));
+      out.push_back(key + "@" + std::string(resource_version(*object)));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  s.upsert(obj("ns", "a", "1", {{"kstack.io/stack", "s1"}}));
+  s.upsert(obj("other", "a", "1", {{"kstack.io/stack", "s1"}}));
+  EXPECT_EQ(keyed("s1"), (std::vector<std::string>{"ns/a@1", "other/a@1"}));
+
+  s.upsert(obj("ns", "a", "2", {{"kstack.io/stack", "s1"}}));  // same entry, new object
+  EXPECT_EQ(keyed("s1"), (std::vector<std::string>{"ns/a@2", "other/a@1"}));
+
+  s.erase("other/a");
+  EXPECT_EQ(keyed("s1"), (std::vector<std::string>{"ns/a@2"}));
+
+  s.replace({obj("ns", "a", "3", {{"kstack.io/stack", "s2"}}),
+             obj("ns", "b", "3", {{"kstack.io/stack", "s1"}})});
+  EXPECT_EQ(keyed("s1"), (std::vector<std::string>{"ns/b@3"}));
+  EXPECT_EQ(keyed("s2"), (std::vector<std::string>{"ns/a@3"}));
+  // Entries replaced after the list are indexed under the list's map too.
+  s.upsert(obj("ns", "b", "4", {{"kstack.io/stack", "s2"}}));
+  EXPECT_TRUE(keyed("s1").empty());
+  EXPECT_EQ(keyed("s2"), (std::vector<std::string>{"ns/a@3", "ns/b@4"}));
+  EXPECT_TRUE(s.by_index_keyed("no-such-index", "s2").empty());
+}
+
 TEST(Store, HasSyncedOnlyAfterMarkSynced) {
   Store s;
   EXPECT_FALSE(s.has_synced());
