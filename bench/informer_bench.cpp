@@ -3,8 +3,7 @@
 // lists and watches them; B/object = (VmRSS once synced - VmRSS before) / N.
 //   kstack          the informer exactly as `kstack operator` makes it for that kind (namespace,
 //                   label selector and the default ReflectorOptions: managedFields dropped,
-//                   objects compacted: informer/compact.h)
-//   kstack-plain    the same with compact_objects = false (a malloc'd DOM: the old cache)
+//                   objects packed: informer/packed.h)
 //   client-go       a SharedIndexInformer of the Kubernetes 1.20.2 tree the control plane was
 //                   built from (bench/informer_go, built on demand); RSS as synced and after
 //                   runtime.GC() + debug.FreeOSMemory(); it keeps managedFields, as client-go
@@ -12,7 +11,7 @@
 //   client-go-dropmf  the same, managedFields cleared by a ListWatch wrapper (kstack's content)
 // Kinds: configmaps (~1.5 KB as served: a 1,000-byte value), or the kinds the operator caches,
 // shaped as kstack makes them (bench/owned_objects.h): stacks, statefulsets, services, pvcs,
-// pods. Rounds interleave the four processes. Not part of CI; docs/benchmarks.md.
+// pods. Rounds interleave the three processes. Not part of CI; docs/benchmarks.md.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -70,9 +69,10 @@ KindInfo kind_info(const std::string& kind) {
   throw std::runtime_error("unknown kind " + kind);
 }
 
-// The child: one informer, prints "<objects> <RSS KiB before> <RSS KiB synced> <ms>".
-int measure(const std::string& mode, const std::string& kind, const std::string& server,
-            const std::string& ca_file, const std::string& token) {
+// The child: one informer, prints "<objects> <RSS KiB before> <RSS KiB synced> <ms> <bytes>",
+// the last the packed objects' own bytes (informer/packed.h), without the store's map.
+int measure(const std::string& kind, const std::string& server, const std::string& ca_file,
+            const std::string& token) {
   std::ifstream in(ca_file);
   std::string ca((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   kube::Config c;
@@ -89,7 +89,6 @@ int measure(const std::string& mode, const std::string& kind, const std::string&
   ro.type = k.type;
   ro.namespace_name = k.ns;
   ro.label_selector = k.selector;
-  ro.compact_objects = mode == "kstack";
   const long before = vm_rss_kib();
   const auto start = std::chrono::steady_clock::now();
   informer::Informer inf(*client, ro, {.resync_period = std::chrono::milliseconds(0)});
@@ -97,8 +96,10 @@ int measure(const std::string& mode, const std::string& kind, const std::string&
   if (!inf.wait_for_sync(std::chrono::minutes(5))) return 1;
   const auto synced = std::chrono::steady_clock::now() - start;
   const long after = vm_rss_kib();
-  fmt::print("{} {} {} {:.1f}\n", inf.store().size(), before, after,
-             std::chrono::duration<double, std::milli>(synced).count());
+  std::size_t packed = 0;
+  for (const auto& o : inf.store().list()) packed += informer::packed_size(*o);
+  fmt::print("{} {} {} {:.1f} {}\n", inf.store().size(), before, after,
+             std::chrono::duration<double, std::milli>(synced).count(), packed);
   inf.stop();
   return 0;
 }
@@ -108,6 +109,7 @@ struct Figures {
   std::size_t count = 0;
   double b_per_object = 0;     // RSS delta
   double gc_b_per_object = 0;  // client-go: RSS delta after GC
+  // client-go: the Go heap; kstack: the packed objects' bytes (no "after GC").
   double heap_per_object = 0, heap_gc_per_object = 0;
   double ms = 0;
 };
@@ -185,11 +187,13 @@ Figures run_child(const std::string& mode, const std::string& kind, const testen
   }
   std::istringstream line(r->out);
   long n = 0, before = 0, after = 0;
-  line >> n >> before >> after >> f.ms;
+  double packed = 0;
+  line >> n >> before >> after >> f.ms >> packed;
   if (n <= 0) return f;
   f.count = static_cast<std::size_t>(n);
   f.b_per_object = static_cast<double>(after - before) * 1024.0 / static_cast<double>(n);
   f.gc_b_per_object = f.b_per_object;
+  f.heap_per_object = f.heap_gc_per_object = packed / static_cast<double>(n);
   return f;
 }
 
@@ -289,12 +293,12 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "each informer this many times, interleaved");
   app.add_option("--go-binary", go_binary, "the client-go reference (default: built on demand)");
   app.add_option("--source", source, "kstack checkout (CRDs, bench/informer_go)");
-  app.add_option("--measure", measure_mode, "internal: kstack|kstack-plain");
+  app.add_option("--measure", measure_mode, "internal: kstack");
   app.add_option("--server", server);
   app.add_option("--ca-file", ca_file);
   app.add_option("--token", token);
   CLI11_PARSE(app, argc, argv);
-  if (!measure_mode.empty()) return measure(measure_mode, kind, server, ca_file, token);
+  if (!measure_mode.empty()) return measure(kind, server, ca_file, token);
   try {
     (void)kind_info(kind);
   } catch (const std::exception& e) {
@@ -334,8 +338,7 @@ int main(int argc, char** argv) {
       "managedFields\n",
       kind, bench::seconds(std::chrono::steady_clock::now() - create_start), with_mf, without_mf);
 
-  const std::vector<std::string> modes = {"kstack", "client-go", "kstack-plain",
-                                          "client-go-dropmf"};
+  const std::vector<std::string> modes = {"kstack", "client-go", "client-go-dropmf"};
   std::map<std::string, std::vector<Figures>> all;
   for (int round = 0; round < std::max(1, rounds); ++round) {
     for (const auto& mode : modes) {
@@ -364,11 +367,8 @@ int main(int argc, char** argv) {
   const double k = med("kstack", &Figures::b_per_object);
   const double gc = med("client-go", &Figures::gc_b_per_object);
   const double gc_nogc = med("client-go", &Figures::b_per_object);
-  const double plain = med("kstack-plain", &Figures::b_per_object);
-  fmt::print(
-      "kstack / client-go after GC: {:.2f}x; / client-go without GC: {:.2f}x; "
-      "/ kstack-plain: {:.2f}x\n",
-      gc > 0 ? k / gc : 0, gc_nogc > 0 ? k / gc_nogc : 0, plain > 0 ? k / plain : 0);
+  fmt::print("kstack / client-go after GC: {:.2f}x; / client-go without GC: {:.2f}x\n",
+             gc > 0 ? k / gc : 0, gc_nogc > 0 ? k / gc_nogc : 0);
   for (const auto& [mode, figures] : all) {
     for (const auto& f : figures) {
       if (f.count != static_cast<std::size_t>(figures.front().count) || f.count == 0) return 1;

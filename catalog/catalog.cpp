@@ -22,8 +22,9 @@ const kube::ResourceType kStorageClasses{"storage.k8s.io", "v1", "storageclasses
 
 namespace {
 
-std::string_view string_at(const json::value& v, std::initializer_list<std::string_view> path) {
-  const json::value* cur = &v;
+std::string_view string_at(const informer::PackedValue& v,
+                           std::initializer_list<std::string_view> path) {
+  const informer::PackedValue* cur = &v;
   for (auto key : path) {
     const auto* o = cur->if_object();
     if (o == nullptr) return {};
@@ -48,7 +49,7 @@ struct DecodeCache {
 };
 
 informer::IndexFunc stacks_by_app_index(std::string system_namespace) {
-  return [system = std::move(system_namespace)](const json::value& stack) {
+  return [system = std::move(system_namespace)](const informer::PackedValue& stack) {
     std::vector<std::string> out;
     std::string_view app = string_at(stack, {"spec", "app"});
     if (app.empty()) return out;
@@ -86,7 +87,7 @@ std::shared_ptr<const AppType> Catalog::decoded_app(const std::string& key) cons
     if (it != cache_->apps.end() && it->second.first == obj) return it->second.second;
   }
   FieldErrors ignored;  // the cache holds admitted objects; decode what is there
-  auto app = std::make_shared<const AppType>(decode_apptype(*obj, ignored));
+  auto app = std::make_shared<const AppType>(decode_apptype(obj->to_value(), ignored));
   const std::size_t limit = 2 * stores_.apptypes->size() + 64;
   std::lock_guard lock(cache_->mu);
   if (cache_->apps.size() >= limit) cache_->apps.clear();
@@ -136,7 +137,7 @@ std::vector<AppType> Catalog::apps_in(std::string_view namespace_name) const {
   for (const auto& obj : stores_.apptypes->list()) {
     if (informer::object_namespace(*obj) != namespace_name) continue;
     FieldErrors ignored;
-    out.push_back(decode_apptype(*obj, ignored));
+    out.push_back(decode_apptype(obj->to_value(), ignored));
   }
   std::sort(out.begin(), out.end(),
             [](const AppType& a, const AppType& b) { return a.metadata.name < b.metadata.name; });
@@ -164,7 +165,8 @@ std::shared_ptr<const KStackConfig> Catalog::config_ref() const {
     if (cache_->config_object == obj) return cache_->config;
   }
   FieldErrors ignored;
-  auto config = std::make_shared<const KStackConfig>(decode_kstack_config(*obj, ignored));
+  auto config =
+      std::make_shared<const KStackConfig>(decode_kstack_config(obj->to_value(), ignored));
   std::lock_guard lock(cache_->mu);
   cache_->config_object = std::move(obj);
   cache_->config = config;
@@ -192,7 +194,7 @@ std::optional<std::string> Catalog::cluster_default_storage_class() const {
     if (!is_default) continue;
     // Newest wins (RFC 3339 timestamps compare as strings); the name breaks ties so the
     // answer never depends on the store's iteration order.
-    auto key = [](const json::value& o) {
+    auto key = [](const informer::PackedValue& o) {
       return std::pair(string_at(o, {"metadata", "creationTimestamp"}), informer::object_name(o));
     };
     if (best == nullptr || key(*sc) > key(*best)) best = sc;

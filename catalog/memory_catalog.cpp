@@ -29,7 +29,7 @@ bool MemoryCatalog::add(json::value object) {
   if (kind == nullptr || !kind->is_string()) return false;
   auto* store = store_for(kind->get_string());
   if (store == nullptr) return false;
-  store->upsert(std::make_shared<const json::value>(std::move(object)));
+  store->upsert(informer::pack(object));
   return true;
 }
 

@@ -13,6 +13,7 @@
 
 #include "catalog/model.h"
 #include "executor/setup.h"
+#include "informer/packed.h"
 #include "kube/client.h"
 
 namespace kstack::executor {
@@ -26,7 +27,7 @@ class ObjectWriter {
   virtual ~ObjectWriter() = default;
   virtual kube::Result<Change> apply(const kube::ResourceType& type,
                                      const boost::json::value& desired,
-                                     const boost::json::value* live,
+                                     const informer::PackedValue* live,
                                      boost::json::value* result = nullptr) = 0;
   virtual kube::Result<boost::json::value> force_apply(const kube::ResourceType& type,
                                                        const boost::json::value& desired) = 0;
@@ -45,10 +46,10 @@ class ObjectWriter {
 class EventSink {
  public:
   virtual ~EventSink() = default;
-  virtual void event(const boost::json::value& regarding, std::string_view type,
+  virtual void event(const informer::PackedValue& regarding, std::string_view type,
                      std::string_view reason, std::string_view action, std::string_view note) = 0;
   // Several notes of one reason, batched into as few Events as fit.
-  virtual void events(const boost::json::value& regarding, std::string_view type,
+  virtual void events(const informer::PackedValue& regarding, std::string_view type,
                       std::string_view reason, std::string_view action,
                       const std::vector<std::string>& notes) = 0;
 };

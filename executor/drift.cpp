@@ -26,25 +26,27 @@ bool exact_context(std::string_view key) {
 }
 
 // The first key of `live` that `desired` lacks, for an exact map.
-std::optional<std::string_view> extra_key(const json::object& live, const json::object& desired) {
+template <class LiveObject>
+std::optional<std::string_view> extra_key(const LiveObject& live, const json::object& desired) {
   for (const auto& entry : live) {
-    if (!desired.contains(entry.key())) return entry.key();
+    if (!desired.contains(entry.key())) return std::string_view(entry.key());
   }
   return std::nullopt;
 }
 
-bool scalar_equal(const json::value& live, const json::value& desired, bool quantities) {
+template <class L>
+bool scalar_equal(const L& live, const json::value& desired, bool quantities) {
   if (quantities && live.is_string() && desired.is_string()) {
     // The same text is the same quantity (and the common case: no parsing needed).
-    if (live.get_string() == desired.get_string()) return true;
-    auto a = catalog::Quantity::parse(live.get_string());
-    auto b = catalog::Quantity::parse(desired.get_string());
+    if (std::string_view(live.get_string()) == std::string_view(desired.get_string())) return true;
+    auto a = catalog::Quantity::parse(std::string_view(live.get_string()));
+    auto b = catalog::Quantity::parse(std::string_view(desired.get_string()));
     if (a && b) return *a == *b;
   }
   // Integers may come back as int64 or uint64; compare numerically.
   if (live.is_number() && desired.is_number() && !live.is_double() && !desired.is_double()) {
-    boost::system::error_code e1, e2;
-    const auto x = live.to_number<std::int64_t>(e1);
+    std::error_code e1, e2;
+    const auto x = live.template to_number<std::int64_t>(e1);
     const auto y = desired.to_number<std::int64_t>(e2);
     if (!e1 && !e2) return x == y;
   }
@@ -58,8 +60,8 @@ bool empty_container(const json::value& v) {
 
 // What diff() below decides, without building paths: a pass checks every owned object, and
 // nearly all of them are covered, so this is the hot path (no allocation at all).
-bool covered(const json::value& live, const json::value& desired, bool quantities,
-             bool exact = false) {
+template <class L>
+bool covered(const L& live, const json::value& desired, bool quantities, bool exact = false) {
   if (desired.is_object()) {
     const auto* l = live.if_object();
     if (l == nullptr) return false;
@@ -92,7 +94,8 @@ bool covered(const json::value& live, const json::value& desired, bool quantitie
 // can be told apart.
 constexpr std::size_t kMaxOverrides = 8;
 
-bool covered_with(const json::value& live, const json::value& desired, bool quantities, bool exact,
+template <class L>
+bool covered_with(const L& live, const json::value& desired, bool quantities, bool exact,
                   std::span<const Override* const> active, std::size_t depth,
                   std::size_t& applied) {
   const auto* d = desired.if_object();
@@ -132,8 +135,9 @@ bool covered_with(const json::value& live, const json::value& desired, bool quan
 
 // Returns the first differing path, or nullopt when `live` covers `desired`. `exact`: `live`
 // may not have keys `desired` lacks (a selector map).
-std::optional<std::string> diff(const json::value& live, const json::value& desired,
-                                const std::string& path, bool quantities, bool exact = false) {
+template <class L>
+std::optional<std::string> diff(const L& live, const json::value& desired, const std::string& path,
+                                bool quantities, bool exact = false) {
   if (desired.is_object()) {
     if (!live.is_object()) return path.empty() ? "/" : path;
     if (exact) {
@@ -188,7 +192,8 @@ std::string escape_token(std::string_view key) {
 
 // Like diff(), but returns the (escaped) pointer of the innermost list or exact map that holds
 // the first difference: "" when the first difference is inside neither, nullopt when covered.
-std::optional<std::string> diff_list(const json::value& live, const json::value& desired,
+template <class L>
+std::optional<std::string> diff_list(const L& live, const json::value& desired,
                                      const std::string& pointer, std::string list, bool quantities,
                                      bool exact = false) {
   if (desired.is_object()) {
@@ -228,17 +233,19 @@ std::optional<std::string> diff_list(const json::value& live, const json::value&
 
 }  // namespace
 
-std::optional<std::string> differing_list(const json::value& live, const json::value& desired) {
+template <class L>
+std::optional<std::string> differing_list_t(const L& live, const json::value& desired) {
   if (covered(live, desired, false)) return std::nullopt;
   return diff_list(live, desired, "", "", false);
 }
 
-bool covers(const json::value& live, const json::value& desired) {
+template <class L>
+bool covers_t(const L& live, const json::value& desired) {
   return covered(live, desired, false);
 }
 
-bool covers(const json::value& live, const json::value& desired,
-            std::span<const Override> overrides) {
+template <class L>
+bool covers_t(const L& live, const json::value& desired, std::span<const Override> overrides) {
   std::array<const Override*, kMaxOverrides> active{};
   std::size_t n = 0;
   for (const auto& o : overrides) {
@@ -252,9 +259,37 @@ bool covers(const json::value& live, const json::value& desired,
          applied == n;
 }
 
-std::string first_difference(const json::value& live, const json::value& desired) {
+template <class L>
+std::string first_difference_t(const L& live, const json::value& desired) {
   if (covered(live, desired, false)) return "";
   return diff(live, desired, "", false).value_or("");
+}
+
+// The DOM and the packed (cached) live object take the same code.
+bool covers(const json::value& live, const json::value& desired) { return covers_t(live, desired); }
+bool covers(const informer::PackedValue& live, const json::value& desired) {
+  return covers_t(live, desired);
+}
+bool covers(const json::value& live, const json::value& desired,
+            std::span<const Override> overrides) {
+  return covers_t(live, desired, overrides);
+}
+bool covers(const informer::PackedValue& live, const json::value& desired,
+            std::span<const Override> overrides) {
+  return covers_t(live, desired, overrides);
+}
+std::string first_difference(const json::value& live, const json::value& desired) {
+  return first_difference_t(live, desired);
+}
+std::string first_difference(const informer::PackedValue& live, const json::value& desired) {
+  return first_difference_t(live, desired);
+}
+std::optional<std::string> differing_list(const json::value& live, const json::value& desired) {
+  return differing_list_t(live, desired);
+}
+std::optional<std::string> differing_list(const informer::PackedValue& live,
+                                          const json::value& desired) {
+  return differing_list_t(live, desired);
 }
 
 }  // namespace kstack::executor

@@ -12,6 +12,8 @@
 
 #include <boost/json/value.hpp>
 
+#include "informer/packed.h"
+
 namespace kstack::executor {
 
 // True when every field of `desired` is present in `live` with an equal value: objects
@@ -19,7 +21,9 @@ namespace kstack::executor {
 // `matchLabels`, `nodeSelector` — where an extra key changes what is selected), arrays element
 // by element with the same length, scalars equal — and strings under `resources`/`storage`
 // keys compared as quantities.
+// Each takes the live object as a DOM or as cached (packed).
 bool covers(const boost::json::value& live, const boost::json::value& desired);
+bool covers(const informer::PackedValue& live, const boost::json::value& desired);
 
 // One field of a desired object replaced for a comparison: `path` names it by keys from the
 // root (each must be an object key in `desired`), `value` is what it should hold.
@@ -34,9 +38,12 @@ struct Override {
 // caller then builds the object and compares it whole.
 bool covers(const boost::json::value& live, const boost::json::value& desired,
             std::span<const Override> overrides);
+bool covers(const informer::PackedValue& live, const boost::json::value& desired,
+            std::span<const Override> overrides);
 
 // The first path where `live` does not cover `desired` ("" when it does), for logs/events.
 std::string first_difference(const boost::json::value& live, const boost::json::value& desired);
+std::string first_difference(const informer::PackedValue& live, const boost::json::value& desired);
 
 // The RFC 6901 pointer of the innermost list or selector map holding the first difference
 // ("" when that difference is inside neither; nullopt when `live` covers `desired`).
@@ -44,6 +51,8 @@ std::string first_difference(const boost::json::value& live, const boost::json::
 // env var, a port edited by kubectl) or keys added to a selector; the executor replaces such a
 // list or map as a whole.
 std::optional<std::string> differing_list(const boost::json::value& live,
+                                          const boost::json::value& desired);
+std::optional<std::string> differing_list(const informer::PackedValue& live,
                                           const boost::json::value& desired);
 
 }  // namespace kstack::executor

@@ -23,8 +23,9 @@ namespace {
 // Past this many remembered events, expired ones are dropped on the next post.
 constexpr std::size_t kDedupPruneThreshold = 4096;
 
-std::string_view string_at(const json::value& object, std::string_view pointer) {
-  boost::system::error_code ec;
+template <class Value>
+std::string_view string_at(const Value& object, std::string_view pointer) {
+  std::error_code ec;
   const auto* v = object.find_pointer(pointer, ec);
   return v != nullptr && v->is_string() ? std::string_view(v->get_string()) : std::string_view{};
 }
@@ -90,7 +91,7 @@ Executor::Executor(std::shared_ptr<kube::Client> client, ExecutorOptions options
 }
 
 kube::Result<Change> Executor::apply(const kube::ResourceType& type, const json::value& desired,
-                                     const json::value* live, json::value* result) {
+                                     const informer::PackedValue* live, json::value* result) {
   if (live != nullptr && covers(*live, desired)) return Change::kNone;
   if (live != nullptr) {
     spdlog::debug("executor: {} {}/{} drifted at {}", type.kind,
@@ -101,7 +102,7 @@ kube::Result<Change> Executor::apply(const kube::ResourceType& type, const json:
   if (!applied && applied.error().kind == kube::ErrorKind::kInvalid && live != nullptr) {
     // E.g. a port kubectl edited clashes by name with the one kstack applies back: replace
     // the list first, then apply again.
-    if (auto replaced = replace_lists(type, *live, desired); replaced) {
+    if (auto replaced = replace_lists(type, live->to_value(), desired); replaced) {
       applied = force_apply(type, desired);
     }
   }
@@ -214,8 +215,8 @@ kube::Result<json::value> Executor::set_finalizers(const kube::ResourceType& typ
   return client_->patch(type, ns, name, kube::PatchType::kMerge, json::serialize(body), options);
 }
 
-void Executor::event(const json::value& regarding, std::string_view type, std::string_view reason,
-                     std::string_view action, std::string_view note) {
+void Executor::event(const informer::PackedValue& regarding, std::string_view type,
+                     std::string_view reason, std::string_view action, std::string_view note) {
   const auto uid = string_at(regarding, "/metadata/uid");
   const auto name = string_at(regarding, "/metadata/name");
   auto ns = string_at(regarding, "/metadata/namespace");
@@ -299,8 +300,9 @@ std::uint64_t Executor::applies() const {
   return applies_;
 }
 
-void Executor::events(const json::value& regarding, std::string_view type, std::string_view reason,
-                      std::string_view action, const std::vector<std::string>& notes) {
+void Executor::events(const informer::PackedValue& regarding, std::string_view type,
+                      std::string_view reason, std::string_view action,
+                      const std::vector<std::string>& notes) {
   std::string joined;
   for (const auto& note : notes) {
     if (!joined.empty() && joined.size() + 2 + note.size() > options_.max_note_bytes) {

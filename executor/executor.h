@@ -24,6 +24,7 @@
 #include <boost/json/value.hpp>
 
 #include "executor/actuators.h"
+#include "informer/packed.h"
 #include "kube/client.h"
 
 namespace kstack::executor {
@@ -53,7 +54,7 @@ class Executor : public ObjectWriter, public EventSink {
   // (kNone); otherwise a forced server-side apply: kCreated when `live` was null, else
   // kUpdated. The server's answer is returned in `*result` when non-null.
   kube::Result<Change> apply(const kube::ResourceType& type, const boost::json::value& desired,
-                             const boost::json::value* live,
+                             const informer::PackedValue* live,
                              boost::json::value* result = nullptr) override;
 
   // Applies `desired` unconditionally (no cache to compare with), e.g. to drop a field kstack
@@ -84,12 +85,13 @@ class Executor : public ObjectWriter, public EventSink {
   // older clients sort by. type: "Normal" | "Warning". Best effort: failures are logged, never
   // returned. Identical events within event_dedup_window are dropped, and so are all Events
   // about an object once its namespace refused one because it is being deleted.
-  void event(const boost::json::value& regarding, std::string_view type, std::string_view reason,
+  void event(const informer::PackedValue& regarding, std::string_view type, std::string_view reason,
              std::string_view action, std::string_view note) override;
   // The same for several notes of one reason: they are joined with "; " into as few Events as
   // fit max_note_bytes each (a note longer than that alone is cut, as event() does).
-  void events(const boost::json::value& regarding, std::string_view type, std::string_view reason,
-              std::string_view action, const std::vector<std::string>& notes) override;
+  void events(const informer::PackedValue& regarding, std::string_view type,
+              std::string_view reason, std::string_view action,
+              const std::vector<std::string>& notes) override;
 
   // Counters for tests and metrics.
   std::uint64_t applies() const;

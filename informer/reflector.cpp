@@ -10,8 +10,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "informer/compact.h"
-
 namespace kstack::informer {
 namespace json = boost::json;
 
@@ -34,17 +32,14 @@ void Reflector::set_resource_version(std::string rv) {
   last_rv_ = std::move(rv);
 }
 
-ObjectPtr Reflector::ingest(json::value object, bool cached) const {
+ObjectPtr Reflector::ingest(json::value object) const {
   if (auto* o = object.if_object(); o && options_.drop_managed_fields) {
     if (auto* md = o->if_contains("metadata"); md && md->is_object()) {
       md->get_object().erase("managedFields");
     }
   }
   if (options_.transform) options_.transform(object);
-  if (cached && options_.compact_objects) {
-    return std::make_shared<const json::value>(compact(object).value);
-  }
-  return std::make_shared<const json::value>(std::move(object));
+  return pack(object);
 }
 
 namespace {
@@ -137,7 +132,7 @@ bool Reflector::list(const kube::CancelToken& cancel) {
 #ifdef __GLIBC__
   // The list's pages were parsed into memory freed since, between the cached blocks: give the
   // whole free pages back (a list is rare: start-up and after 410 Gone).
-  if (options_.compact_objects) malloc_trim(0);
+  malloc_trim(0);
 #endif
   set_resource_version(std::move(rv));
   store_.mark_synced();
@@ -195,7 +190,7 @@ kube::Result<void> Reflector::watch(const kube::CancelToken& cancel) {
             break;
           }
           case kube::WatchEvent::Type::kDeleted: {
-            auto obj = ingest(std::move(ev.object), false);  // handed to handlers, not cached
+            auto obj = ingest(std::move(ev.object));  // handed to handlers, not cached
             store_.erase(object_key(*obj), rv);
             sink_.on_delete(obj, false);
             break;

@@ -34,9 +34,6 @@ struct ReflectorOptions {
   std::int64_t page_size = kListPageSize;
   bool drop_managed_fields = true;  // metadata.managedFields is large and unused by kstack
   std::function<void(boost::json::value&)> transform;  // applied after dropping managedFields
-  // Cache each object in one exactly-sized block (informer/compact.h) rather than a malloc per
-  // table and string: about half the memory. Off only to measure the difference.
-  bool compact_objects = true;
   std::chrono::seconds min_watch_timeout = kMinWatchTimeout;
   std::chrono::seconds max_watch_timeout = kMaxWatchTimeout;
   std::chrono::milliseconds backoff_initial = kBackoffInitial;
@@ -81,7 +78,8 @@ class Reflector {
   // One complete LIST: its objects, ready to cache, and its resourceVersion in `version`.
   kube::Result<std::vector<ObjectPtr>> fetch(std::string& version) const;
   kube::Result<void> watch(const kube::CancelToken& cancel);
-  ObjectPtr ingest(boost::json::value object, bool cached = true) const;
+  // Drops managedFields, applies the transform and packs the object (informer/packed.h).
+  ObjectPtr ingest(boost::json::value object) const;
   void set_resource_version(std::string rv);
 
   std::shared_ptr<kube::Client> client_;

@@ -12,14 +12,16 @@ namespace json = boost::json;
 
 namespace {
 
-const json::object* metadata(const json::value& object) {
+template <class Value>
+auto metadata(const Value& object) -> decltype(object.if_object()) {
   const auto* o = object.if_object();
   if (o == nullptr) return nullptr;
   const auto* md = o->if_contains("metadata");
   return md ? md->if_object() : nullptr;
 }
 
-std::string_view md_string(const json::value& object, std::string_view field) {
+template <class Value>
+std::string_view md_string(const Value& object, std::string_view field) {
   const auto* md = metadata(object);
   if (md == nullptr) return {};
   const auto* v = md->if_contains(field);
@@ -35,6 +37,13 @@ std::string_view object_namespace(const json::value& object) {
   return md_string(object, "namespace");
 }
 std::string_view object_name(const json::value& object) { return md_string(object, "name"); }
+std::string_view resource_version(const PackedValue& object) {
+  return md_string(object, "resourceVersion");
+}
+std::string_view object_namespace(const PackedValue& object) {
+  return md_string(object, "namespace");
+}
+std::string_view object_name(const PackedValue& object) { return md_string(object, "name"); }
 
 std::optional<std::uint64_t> resource_version_number(std::string_view rv) {
   std::uint64_t n = 0;
@@ -67,17 +76,20 @@ std::string object_key(std::string_view ns, std::string_view name) {
 std::string object_key(const json::value& object) {
   return object_key(object_namespace(object), object_name(object));
 }
+std::string object_key(const PackedValue& object) {
+  return object_key(object_namespace(object), object_name(object));
+}
 
 namespace indexes {
 
 IndexFunc by_namespace() {
-  return [](const json::value& o) -> std::vector<std::string> {
+  return [](const PackedValue& o) -> std::vector<std::string> {
     return {std::string(object_namespace(o))};
   };
 }
 
 IndexFunc by_controller_uid() {
-  return [](const json::value& o) -> std::vector<std::string> {
+  return [](const PackedValue& o) -> std::vector<std::string> {
     const auto* md = metadata(o);
     const auto* refs = md ? md->if_contains("ownerReferences") : nullptr;
     if (refs == nullptr || !refs->is_array()) return {};
@@ -96,7 +108,7 @@ IndexFunc by_controller_uid() {
 }
 
 IndexFunc by_label(std::string label_key) {
-  return [key = std::move(label_key)](const json::value& o) -> std::vector<std::string> {
+  return [key = std::move(label_key)](const PackedValue& o) -> std::vector<std::string> {
     const auto* md = metadata(o);
     const auto* labels = md ? md->if_contains("labels") : nullptr;
     if (labels == nullptr || !labels->is_object()) return {};
@@ -152,7 +164,7 @@ namespace {
 // True if `cached` is a later version than `incoming`. The watch is ordered, so a cached
 // object later than the watch's own event (or than a fresh list) is a write answer the watch
 // has not reached yet: replacing it would roll the object back until the watch catches up.
-bool later(const json::value& cached, const json::value& incoming) {
+bool later(const PackedValue& cached, const PackedValue& incoming) {
   const auto c = resource_version_number(resource_version(cached));
   const auto i = resource_version_number(resource_version(incoming));
   return c && i && *c > *i;
@@ -279,8 +291,8 @@ std::vector<ObjectPtr> Store::by_index(std::string_view index, std::string_view 
   return out;
 }
 
-std::vector<std::pair<std::string, ObjectPtr>> Store::by_index_keyed(
-    std::string_view index, std::string_view value) const {
+std::vector<std::pair<std::string, ObjectPtr>> Store::by_index_keyed(std::string_view index,
+                                                                     std::string_view value) const {
   std::shared_lock lock(mu_);
   std::vector<std::pair<std::string, ObjectPtr>> out;
   auto idx = indexes_.find(index);

@@ -17,18 +17,24 @@
 
 #include <boost/json/value.hpp>
 
+#include "informer/packed.h"
+
 namespace kstack::informer {
 
 // Objects are shared, never mutated once stored: readers keep a snapshot without copying and
-// without holding the store's lock.
-using ObjectPtr = std::shared_ptr<const boost::json::value>;
+// without holding the store's lock. Each is packed (informer/packed.h) and read in place.
+using ObjectPtr = PackedPtr;
 
 // "namespace/name" for namespaced objects, "name" otherwise (client-go's MetaNamespaceKeyFunc).
 std::string object_key(const boost::json::value& object);
+std::string object_key(const PackedValue& object);
 std::string object_key(std::string_view ns, std::string_view name);
 std::string_view resource_version(const boost::json::value& object);
+std::string_view resource_version(const PackedValue& object);
 std::string_view object_namespace(const boost::json::value& object);
+std::string_view object_namespace(const PackedValue& object);
 std::string_view object_name(const boost::json::value& object);
+std::string_view object_name(const PackedValue& object);
 
 // A resourceVersion as the number it is on a kube-apiserver backed by etcd3: the etcd revision
 // of the object's last write, one counter for the whole cluster, so versions of different
@@ -38,7 +44,7 @@ std::string_view object_name(const boost::json::value& object);
 std::optional<std::uint64_t> resource_version_number(std::string_view rv);
 
 // Returns the index values of an object (none, one or several).
-using IndexFunc = std::function<std::vector<std::string>(const boost::json::value&)>;
+using IndexFunc = std::function<std::vector<std::string>(const PackedValue&)>;
 
 namespace indexes {
 inline constexpr std::string_view kNamespace = "namespace";

@@ -41,7 +41,7 @@ informer::ObjectPtr by_name(const informer::Store* store, std::string_view ns,
 }  // namespace
 
 informer::IndexFunc stack_index() {
-  return [](const json::value& object) -> std::vector<std::string> {
+  return [](const informer::PackedValue& object) -> std::vector<std::string> {
     const auto* o = object.if_object();
     const auto* md = o ? o->if_contains("metadata") : nullptr;
     const auto* labels = md && md->is_object() ? md->get_object().if_contains("labels") : nullptr;
@@ -68,7 +68,7 @@ Observed Observer::observe(std::string_view namespace_name, std::string_view sta
   observed.pods = by_stack(stores_.pods, key);
   observed.pdbs = by_stack(stores_.pdbs, key);
   // The cluster-scoped objects the pods and claims point at, by name.
-  const auto add_referenced = [](const informer::Store* store, const json::value& object,
+  const auto add_referenced = [](const informer::Store* store, const informer::PackedValue& object,
                                  std::string_view pointer,
                                  std::map<std::string, informer::ObjectPtr>& into) {
     if (store == nullptr) return;

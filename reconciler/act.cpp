@@ -36,8 +36,8 @@ WorkResult result_for(const kube::Error& e, std::string what) {
   }
 }
 
-std::string uid_of(const json::value& object) {
-  boost::system::error_code ec;
+std::string uid_of(const informer::PackedValue& object) {
+  std::error_code ec;
   const auto* v = object.find_pointer("/metadata/uid", ec);
   return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
 }
@@ -51,7 +51,7 @@ void remember(informer::Store* store, json::value object) {
   }
   // Ordered against the watch (informer/store.h): an answer older than what the watch already
   // delivered (a newer version, a DELETE) is not cached, so nothing is rolled back or revived.
-  store->upsert_write_answer(std::make_shared<const json::value>(std::move(object)));
+  store->upsert_write_answer(informer::pack(object));
 }
 
 // One pass's acting: the Stack object its writes go to, what failed, what to post at the end.
@@ -220,7 +220,7 @@ WorkResult Acting::write_status(WorkResult result) {
     status_current = true;
     return result;
   }
-  json::value obj = *object;
+  json::value obj = object->to_value();
   obj.as_object()["status"] = catalog::to_json(*status);
   auto stored = a.writer.update_status(catalog::resources::kStacks, obj);
   if (!stored) {

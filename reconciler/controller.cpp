@@ -23,12 +23,12 @@ namespace {
 
 // Whether an update changed nothing but the object's status: the same generation (a spec
 // change moves it), labels, ownerReferences and deletion timestamp.
-bool status_only_change(const boost::json::value& old, const boost::json::value& now) {
+bool status_only_change(const informer::PackedValue& old, const informer::PackedValue& now) {
   static constexpr std::string_view kPointers[] = {"/metadata/generation", "/metadata/labels",
                                                    "/metadata/ownerReferences",
                                                    "/metadata/deletionTimestamp"};
   for (const auto pointer : kPointers) {
-    boost::system::error_code e1, e2;
+    std::error_code e1, e2;
     const auto* a = old.find_pointer(pointer, e1);
     const auto* b = now.find_pointer(pointer, e2);
     if ((a == nullptr) != (b == nullptr) || (a != nullptr && *a != *b)) return false;
@@ -84,7 +84,7 @@ using Enqueue = std::function<void(const Keys&)>;
 
 // A handler that enqueues the keys `keys_of` gives for the object on every add, update (the new
 // object and the old one: a label or owner may have been taken away) and delete.
-informer::EventHandler enqueue_keys_of(std::function<Keys(const boost::json::value&)> keys_of,
+informer::EventHandler enqueue_keys_of(std::function<Keys(const informer::PackedValue&)> keys_of,
                                        Enqueue enqueue) {
   informer::EventHandler h;
   h.on_add = [keys_of, enqueue](const informer::ObjectPtr& o) { enqueue(keys_of(*o)); };
@@ -216,14 +216,14 @@ void Controller::add_handlers() {
   };
 
   auto on_stack = enqueue_keys_of(
-      [](const boost::json::value& o) { return Keys{informer::object_key(o)}; }, enqueue);
+      [](const informer::PackedValue& o) { return Keys{informer::object_key(o)}; }, enqueue);
   on_stack.on_resync = [queue, &s](const informer::ObjectPtr& o) {
     s.resyncs.fetch_add(1);
     queue->add(informer::object_key(*o));
   };
   s.handlers.push_back(s.stacks->add_handler(on_stack));
 
-  const auto owner_keys = [](const boost::json::value& o) {
+  const auto owner_keys = [](const informer::PackedValue& o) {
     return Reconciler::stacks_for_owned(o);
   };
   auto on_owned = enqueue_keys_of(owner_keys, enqueue);
@@ -240,9 +240,9 @@ void Controller::add_handlers() {
   s.handlers.push_back(s.sets->add_handler(on_set));
 
   s.handlers.push_back(s.apptypes->add_handler(enqueue_keys_of(
-      [rec](const boost::json::value& o) { return rec->stacks_for_apptype(o); }, enqueue)));
+      [rec](const informer::PackedValue& o) { return rec->stacks_for_apptype(o); }, enqueue)));
   s.handlers.push_back(s.configs->add_handler(
-      enqueue_keys_of([rec](const boost::json::value&) { return rec->all_stacks(); }, enqueue)));
+      enqueue_keys_of([rec](const informer::PackedValue&) { return rec->all_stacks(); }, enqueue)));
 }
 
 kube::Result<void> Controller::wait_synced() {

@@ -19,19 +19,30 @@
 namespace kstack::reconciler::detail {
 
 // JSON readers that never throw (cached objects are server data).
+// Each for a DOM and for a cached (packed) object.
 const boost::json::value* at(const boost::json::value& v, std::string_view pointer);
+const informer::PackedValue* at(const informer::PackedValue& v, std::string_view pointer);
 std::string str_at(const boost::json::value& v, std::string_view pointer);
+std::string str_at(const informer::PackedValue& v, std::string_view pointer);
 bool is_deleting(const boost::json::value& object);
+bool is_deleting(const informer::PackedValue& object);
 // Points into `object` ("" when none): no copy of a uid per object read.
 std::string_view controller_uid(const boost::json::value& object);
+std::string_view controller_uid(const informer::PackedValue& object);
 bool owned_by(const boost::json::value& object, std::string_view uid);
+bool owned_by(const informer::PackedValue& object, std::string_view uid);
 std::int64_t replicas_of(const boost::json::value& sts);
+std::int64_t replicas_of(const informer::PackedValue& sts);
 bool has_finalizer(const catalog::Stack& stack);
 // The claim metadata kstack applies to adopt (owner) or, marked `retained`, to let go of it.
-boost::json::value pvc_claim(const boost::json::value& live, const boost::json::object& labels,
+boost::json::value pvc_claim(const informer::PackedValue& live, const boost::json::object& labels,
                              const boost::json::object* owner, std::string_view retained = {});
+// The same without a name and a namespace (what every claim of a role gets).
+boost::json::value pvc_claim(const boost::json::object& labels, const boost::json::object* owner,
+                             std::string_view retained = {});
 // Whether a claim labelled with the Stack is kstack's to delete or retain.
-bool claim_of(const boost::json::value& pvc, const boost::json::value& stack, std::string_view uid);
+bool claim_of(const informer::PackedValue& pvc, const informer::PackedValue& stack,
+              std::string_view uid);
 // The longest prefix of `text` of at most `max_bytes` that does not split a UTF-8 sequence.
 std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes);
 informer::ObjectPtr live(const std::map<std::string, informer::ObjectPtr>& objects,

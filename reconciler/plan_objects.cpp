@@ -17,15 +17,18 @@ namespace json = boost::json;
 using informer::ObjectPtr;
 namespace res = kube::resources;
 
+namespace {
+
 // What json::value::find_pointer finds (nullptr where it reports an error), walked directly for
 // the plain pointers the plan uses: it reads fields this way on every owned object in every
 // pass, and find_pointer's general parsing cost more than the lookups themselves.
-const json::value* at(const json::value& v, std::string_view pointer) {
+template <class V>
+const V* at_t(const V& v, std::string_view pointer) {
   if (pointer.find('~') != std::string_view::npos) {  // escaped tokens: the general parser
-    boost::system::error_code ec;
+    std::error_code ec;
     return v.find_pointer(pointer, ec);
   }
-  const json::value* cur = &v;
+  const V* cur = &v;
   while (!pointer.empty()) {
     if (pointer.front() != '/') return nullptr;  // not a JSON pointer
     pointer.remove_prefix(1);
@@ -51,18 +54,21 @@ const json::value* at(const json::value& v, std::string_view pointer) {
   return cur;
 }
 
-std::string str_at(const json::value& v, std::string_view pointer) {
-  const auto* p = at(v, pointer);
+template <class V>
+std::string str_at_t(const V& v, std::string_view pointer) {
+  const auto* p = at_t(v, pointer);
   return p != nullptr && p->is_string() ? std::string(p->as_string()) : std::string();
 }
 
-bool is_deleting(const json::value& object) {
-  const auto* ts = at(object, "/metadata/deletionTimestamp");
+template <class V>
+bool is_deleting_t(const V& object) {
+  const auto* ts = at_t(object, "/metadata/deletionTimestamp");
   return ts != nullptr && !ts->is_null();
 }
 
-std::string_view controller_uid(const json::value& object) {
-  const auto* refs = at(object, "/metadata/ownerReferences");
+template <class V>
+std::string_view controller_uid_t(const V& object) {
+  const auto* refs = at_t(object, "/metadata/ownerReferences");
   if (refs == nullptr || !refs->is_array()) return {};
   for (const auto& r : refs->as_array()) {
     if (!r.is_object()) continue;
@@ -76,19 +82,44 @@ std::string_view controller_uid(const json::value& object) {
   return {};
 }
 
-bool owned_by(const json::value& object, std::string_view uid) {
-  const auto* refs = at(object, "/metadata/ownerReferences");
+template <class V>
+bool owned_by_t(const V& object, std::string_view uid) {
+  const auto* refs = at_t(object, "/metadata/ownerReferences");
   if (refs == nullptr || !refs->is_array()) return false;
   for (const auto& r : refs->as_array()) {
-    if (r.is_object() && str_at(r, "/uid") == uid) return true;
+    if (r.is_object() && str_at_t(r, "/uid") == uid) return true;
   }
   return false;
 }
 
-std::int64_t replicas_of(const json::value& sts) {
-  const auto* r = at(sts, "/spec/replicas");
+template <class V>
+std::int64_t replicas_of_t(const V& sts) {
+  const auto* r = at_t(sts, "/spec/replicas");
   return r != nullptr && r->is_int64() ? r->as_int64() : 1;
 }
+
+}  // namespace
+
+const json::value* at(const json::value& v, std::string_view pointer) { return at_t(v, pointer); }
+const informer::PackedValue* at(const informer::PackedValue& v, std::string_view pointer) {
+  return at_t(v, pointer);
+}
+std::string str_at(const json::value& v, std::string_view pointer) { return str_at_t(v, pointer); }
+std::string str_at(const informer::PackedValue& v, std::string_view pointer) {
+  return str_at_t(v, pointer);
+}
+bool is_deleting(const json::value& object) { return is_deleting_t(object); }
+bool is_deleting(const informer::PackedValue& object) { return is_deleting_t(object); }
+std::string_view controller_uid(const json::value& object) { return controller_uid_t(object); }
+std::string_view controller_uid(const informer::PackedValue& object) {
+  return controller_uid_t(object);
+}
+bool owned_by(const json::value& object, std::string_view uid) { return owned_by_t(object, uid); }
+bool owned_by(const informer::PackedValue& object, std::string_view uid) {
+  return owned_by_t(object, uid);
+}
+std::int64_t replicas_of(const json::value& sts) { return replicas_of_t(sts); }
+std::int64_t replicas_of(const informer::PackedValue& sts) { return replicas_of_t(sts); }
 
 bool has_finalizer(const catalog::Stack& stack) {
   const auto& f = stack.metadata.finalizers;
@@ -97,16 +128,28 @@ bool has_finalizer(const catalog::Stack& stack) {
 
 // kstack owns the kstack.io/retained annotation through server-side apply, so a later
 // adoption (no annotation) removes it.
-json::value pvc_claim(const json::value& live, const json::object& labels,
-                      const json::object* owner, std::string_view retained) {
-  json::object md{{"name", str_at(live, "/metadata/name")},
-                  {"namespace", str_at(live, "/metadata/namespace")},
-                  {"labels", labels}};
+namespace {
+json::value claim_with(json::object md, const json::object& labels, const json::object* owner,
+                       std::string_view retained) {
+  md["labels"] = labels;
   if (owner != nullptr) md["ownerReferences"] = json::array{*owner};
   if (!retained.empty()) {
     md["annotations"] = json::object{{catalog::kRetainedAnnotation, retained}};
   }
   return json::object{{"apiVersion", "v1"}, {"kind", "PersistentVolumeClaim"}, {"metadata", md}};
+}
+}  // namespace
+
+json::value pvc_claim(const informer::PackedValue& live, const json::object& labels,
+                      const json::object* owner, std::string_view retained) {
+  return claim_with(json::object{{"name", str_at(live, "/metadata/name")},
+                                 {"namespace", str_at(live, "/metadata/namespace")}},
+                    labels, owner, retained);
+}
+
+json::value pvc_claim(const json::object& labels, const json::object* owner,
+                      std::string_view retained) {
+  return claim_with(json::object{}, labels, owner, retained);
 }
 
 // It names the Stack as its owner, or it is one the StatefulSet controller made for a member
@@ -114,7 +157,8 @@ json::value pvc_claim(const json::value& live, const json::object& labels,
 // retained, and made no earlier than the Stack. A claim kstack let go of carries
 // kstack.io/retained; one retained from an earlier Stack of the same name is also older than
 // this Stack. Anything in doubt is kept: it holds data.
-bool claim_of(const json::value& pvc, const json::value& stack, std::string_view uid) {
+bool claim_of(const informer::PackedValue& pvc, const informer::PackedValue& stack,
+              std::string_view uid) {
   if (owned_by(pvc, uid)) return true;
   if (!controller_uid(pvc).empty()) return false;
   const auto* annotations = at(pvc, "/metadata/annotations");
@@ -193,7 +237,9 @@ namespace {
 
 void add_retain(Planning& p, const ObjectPtr& pvc, std::string_view policy) {
   json::object labels;
-  if (const auto* l = at(*pvc, "/metadata/labels"); l && l->is_object()) labels = l->as_object();
+  if (const auto* l = at(*pvc, "/metadata/labels"); l && l->is_object()) {
+    labels = std::move(l->to_value().get_object());
+  }
   const auto name = str_at(*pvc, "/metadata/name");
   Write w{Write::Op::kRetain,
           &res::kPersistentVolumeClaims,
@@ -249,20 +295,17 @@ namespace {
 struct RoleClaims {
   json::object labels;
   json::object owner;
-  json::value claim;  // pvc_claim() with an empty name and namespace
+  json::value claim;  // pvc_claim() without a name and a namespace
 };
 
 // The live claim already holds what pvc_claim(*pvc, labels, &owner) would apply: the
-// role's claim compared with the claim's own name and namespace, without building it.
-bool claim_covered(const json::value& pvc, const RoleClaims& c) {
-  static constexpr std::array<std::string_view, 2> kName{"metadata", "name"};
-  static constexpr std::array<std::string_view, 2> kNamespace{"metadata", "namespace"};
+// role's claim, which names no claim, compared with the live one, whose name and namespace are
+// its own — without building the claim.
+bool claim_covered(const informer::PackedValue& pvc, const RoleClaims& c) {
   const auto* name = at(pvc, "/metadata/name");
   const auto* ns = at(pvc, "/metadata/namespace");
   if (name == nullptr || !name->is_string() || ns == nullptr || !ns->is_string()) return false;
-  const std::array<executor::Override, 2> own{executor::Override{kName, name},
-                                              executor::Override{kNamespace, ns}};
-  return executor::covers(pvc, c.claim, own);
+  return executor::covers(pvc, c.claim);
 }
 
 // The claim of a member in the spec: adopted, or why it cannot be.
@@ -396,7 +439,7 @@ void plan_claims(Planning& p) {
   const auto owner = owner_reference(p.stack());
   for (const auto& role : p.roles) {
     RoleClaims claims{common_labels(p.stack(), p.app->app, role.id), owner, {}};
-    claims.claim = pvc_claim(json::object{}, claims.labels, &claims.owner);
+    claims.claim = pvc_claim(claims.labels, &claims.owner);
     for (const auto& m : role.status.members) {
       if (m.pvc.empty()) continue;
       kept.insert(m.pvc);

@@ -33,7 +33,7 @@ struct NodeHealth {
   std::chrono::seconds lost_for{0};
 };
 
-NodeHealth health_of(const json::value& node, std::string_view now_text) {
+NodeHealth health_of(const informer::PackedValue& node, std::string_view now_text) {
   NodeHealth h;
   const auto* conditions = at(node, "/status/conditions");
   if (conditions == nullptr || !conditions->is_array()) return h;
@@ -49,16 +49,17 @@ NodeHealth health_of(const json::value& node, std::string_view now_text) {
   return h;
 }
 
-bool contains(const json::value* values, std::string_view v) {
+bool contains(const informer::PackedValue* values, std::string_view v) {
   if (values == nullptr || !values->is_array()) return false;
   const auto& a = values->get_array();
-  return std::any_of(a.begin(), a.end(),
-                     [&](const json::value& x) { return x.is_string() && x.get_string() == v; });
+  return std::any_of(a.begin(), a.end(), [&](const informer::PackedValue& x) {
+    return x.is_string() && x.get_string() == v;
+  });
 }
 
 // The volume can only be reached from `node`: every term of its required node affinity asks
 // for that node's hostname (a local or hostPath volume), not a zone or a pool of nodes.
-bool pinned_to(const json::value& pv, const json::value& node) {
+bool pinned_to(const informer::PackedValue& pv, const informer::PackedValue& node) {
   const auto* terms = at(pv, "/spec/nodeAffinity/required/nodeSelectorTerms");
   if (terms == nullptr || !terms->is_array() || terms->get_array().empty()) return false;
   std::string hostname = str_at(node, "/metadata/labels/kubernetes.io~1hostname");
@@ -67,7 +68,7 @@ bool pinned_to(const json::value& pv, const json::value& node) {
     const auto* exprs = at(term, "/matchExpressions");
     if (exprs == nullptr || !exprs->is_array()) return false;
     const bool pins = std::any_of(
-        exprs->get_array().begin(), exprs->get_array().end(), [&](const json::value& e) {
+        exprs->get_array().begin(), exprs->get_array().end(), [&](const informer::PackedValue& e) {
           return str_at(e, "/key") == kHostnameLabel && str_at(e, "/operator") == "In" &&
                  contains(at(e, "/values"), hostname);
         });

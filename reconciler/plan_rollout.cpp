@@ -29,20 +29,20 @@ namespace {
 // default progressDeadlineSeconds).
 constexpr std::chrono::seconds kMoveDeadline{600};
 
-std::int64_t partition_of(const json::value& sts) {
+std::int64_t partition_of(const informer::PackedValue& sts) {
   const auto* v = at(sts, "/spec/updateStrategy/rollingUpdate/partition");
   return v != nullptr && v->is_int64() ? v->as_int64() : 0;
 }
 
 // The StatefulSet controller has seen the current spec: status.updateRevision is its template.
-bool observed(const json::value& sts) {
+bool observed(const informer::PackedValue& sts) {
   const auto* gen = at(sts, "/metadata/generation");
   const auto* seen = at(sts, "/status/observedGeneration");
   return gen != nullptr && seen != nullptr && gen->is_int64() && seen->is_int64() &&
          seen->as_int64() >= gen->as_int64() && !str_at(sts, "/status/updateRevision").empty();
 }
 
-bool template_covered(const json::value& live, const json::value& desired) {
+bool template_covered(const informer::PackedValue& live, const json::value& desired) {
   const auto* l = at(live, "/spec/template");
   const auto* d = at(desired, "/spec/template");
   return l != nullptr && d != nullptr && executor::covers(*l, *d);
@@ -84,7 +84,7 @@ class RoleRollout {
   void plan();
 
  private:
-  void observe(const json::value& sts);
+  void observe(const informer::PackedValue& sts);
   void restart_reverted();
   std::string failure() const;
   void release();
@@ -202,7 +202,7 @@ void RoleRollout::plan() {
   plan_stateful_set(p_, role_);
 }
 
-void RoleRollout::observe(const json::value& sts) {
+void RoleRollout::observe(const informer::PackedValue& sts) {
   update_ = str_at(sts, "/status/updateRevision");
   const auto current = str_at(sts, "/status/currentRevision");
   role_.status.update_revision = update_;

@@ -24,8 +24,8 @@ namespace {
 // pass acts on it.
 constexpr int kMaxFindingRounds = 8;
 
-std::string str_at(const json::value& v, std::string_view pointer) {
-  boost::system::error_code ec;
+std::string str_at(const informer::PackedValue& v, std::string_view pointer) {
+  std::error_code ec;
   const auto* p = v.find_pointer(pointer, ec);
   return p != nullptr && p->is_string() ? std::string(p->as_string()) : std::string();
 }
@@ -44,9 +44,9 @@ Reconciler::Reconciler(Caches caches, executor::Executor& executor, ReconcilerOp
       setup_(setup),
       pacer_(options_.status_progress_interval) {}
 
-std::vector<std::string> Reconciler::stacks_for_owned(const json::value& object) {
+std::vector<std::string> Reconciler::stacks_for_owned(const informer::PackedValue& object) {
   const auto ns = str_at(object, "/metadata/namespace");
-  boost::system::error_code ec;
+  std::error_code ec;
   if (const auto* refs = object.find_pointer("/metadata/ownerReferences", ec);
       refs && refs->is_array()) {
     for (const auto& r : refs->as_array()) {
@@ -61,7 +61,8 @@ std::vector<std::string> Reconciler::stacks_for_owned(const json::value& object)
   return {};
 }
 
-std::vector<std::string> Reconciler::stacks_for_apptype(const json::value& apptype) const {
+std::vector<std::string> Reconciler::stacks_for_apptype(
+    const informer::PackedValue& apptype) const {
   std::vector<std::string> keys;
   for (const auto& s : catalog_.stacks_using(str_at(apptype, "/metadata/namespace"),
                                              str_at(apptype, "/metadata/name"))) {
@@ -90,7 +91,7 @@ std::optional<Snapshot> Reconciler::observe(const std::string& key) const {
   s.object = caches_.stacks->get(key);
   if (!s.object) return std::nullopt;  // gone: the garbage collector has the rest
   catalog::FieldErrors ignored;
-  s.stack = catalog::decode_stack(*s.object, ignored);
+  s.stack = catalog::decode_stack(s.object->to_value(), ignored);
   // Decoding is already the canonical form this pass writes: to_json(StackStatus) is lossless,
   // so a round trip through it would give the same value (status_test pins that). Moved, not
   // copied: plan() reads the status from old_status only.
@@ -124,8 +125,7 @@ void Reconciler::observe_claims(const Snapshot& snapshot, const std::vector<std:
     // (deleted, or kstack's labels taken off it), and only the server can say which.
     auto got =
         executor_.client().get(kube::resources::kPersistentVolumeClaims, snapshot.ns(), name);
-    findings.claims[name] =
-        got ? std::make_shared<const json::value>(std::move(*got)) : informer::ObjectPtr{};
+    findings.claims[name] = got ? informer::pack(*got) : informer::ObjectPtr{};
   }
 }
 

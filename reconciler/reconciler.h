@@ -69,9 +69,9 @@ class Reconciler {
 
   // The Stack keys an event on an owned object (StatefulSet, Service, PVC, Pod) concerns:
   // its controller ownerReference to a Stack, else its kstack.io/stack label.
-  static std::vector<std::string> stacks_for_owned(const boost::json::value& object);
+  static std::vector<std::string> stacks_for_owned(const informer::PackedValue& object);
   // Stacks using an AppType (for AppType events), and every Stack (for KStackConfig events).
-  std::vector<std::string> stacks_for_apptype(const boost::json::value& apptype) const;
+  std::vector<std::string> stacks_for_apptype(const informer::PackedValue& apptype) const;
   std::vector<std::string> all_stacks() const;
 
   const catalog::Catalog& catalog() const { return catalog_; }

@@ -15,23 +15,27 @@ namespace json = boost::json;
 
 namespace {
 
-const json::object* object_of(const json::value* v) {
+// Pods are read as the cache holds them (informer/packed.h).
+using informer::PackedObject;
+using informer::PackedValue;
+
+const PackedObject* object_of(const PackedValue* v) {
   return v != nullptr ? v->if_object() : nullptr;
 }
 
-const json::value* field(const json::object* o, std::string_view key) {
+const PackedValue* field(const PackedObject* o, std::string_view key) {
   return o != nullptr ? o->if_contains(key) : nullptr;
 }
 
-std::string_view view_of(const json::value* v) {
+std::string_view view_of(const PackedValue* v) {
   return v != nullptr && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
 }
 
-std::string str(const json::value* v) { return std::string(view_of(v)); }
+std::string str(const PackedValue* v) { return std::string(view_of(v)); }
 
 }  // namespace
 
-PodView view_pod(const json::value* pod) {
+PodView view_pod(const informer::PackedValue* pod) {
   PodView view;
   const auto* p = object_of(pod);
   if (p == nullptr) {

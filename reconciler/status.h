@@ -12,6 +12,7 @@
 #include <boost/json/value.hpp>
 
 #include "catalog/model.h"
+#include "informer/packed.h"
 
 namespace kstack::reconciler {
 
@@ -65,7 +66,7 @@ struct PodView {
   // meaningful when `app` is set (templates older than the annotations have neither).
   std::string package;
 };
-PodView view_pod(const boost::json::value* pod);
+PodView view_pod(const informer::PackedValue* pod);
 
 // The member's next state without a setup package (issue 6 adds the setup stage):
 // no pod or unscheduled -> create_pending; pod starting -> creating; Running+Ready -> ready.

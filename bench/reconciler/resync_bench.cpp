@@ -2,8 +2,9 @@
 // Stacks (default 1,000 × 3 roles × 3 members, with their StatefulSets, Services, pods and
 // claims in the caches as a converged cluster holds them). Such a pass must issue no request:
 // its cost is CPU only, measured on the calling thread (CLOCK_THREAD_CPUTIME_ID) R times.
-// Reference, side by side in the same run: decoding the same Stacks (catalog::decode_stack) and
-// computing their desired objects (reconciler::desired_state) — what any pass has to do at least.
+// Reference, side by side in the same run: decoding the same Stacks as cached (a packed object,
+// informer/packed.h: its DOM, then catalog::decode_stack, as a pass decodes it) and computing
+// their desired objects (reconciler::desired_state) — what any pass has to do at least.
 //
 // The Stacks' status and finalizer must be exactly what the reconciler writes, so a warm-up
 // pass runs first against the test control plane (CRDs installed, the Stacks created there);
@@ -62,9 +63,7 @@ struct Caches {
   }
 };
 
-informer::ObjectPtr share(json::value v) {
-  return std::make_shared<const json::value>(std::move(v));
-}
+informer::ObjectPtr share(const json::value& v) { return informer::pack(v); }
 
 struct Times {
   double cpu_ms = 0;
@@ -177,7 +176,7 @@ tl::expected<void, std::string> warm_up(Caches& caches, std::shared_ptr<kube::Cl
   });
   std::size_t ready = 0;
   for (const auto& o : caches.stacks.list()) {
-    ready += bench::str_at(*o, "/status/state") == catalog::kStackReady ? 1 : 0;
+    ready += bench::str_at(o->to_value(), "/status/state") == catalog::kStackReady ? 1 : 0;
   }
   const auto requests = bench::difference(client->metrics().snapshot(), before);
   fmt::print(
@@ -224,7 +223,7 @@ tl::expected<Passes, std::string> measure_passes(const Caches& warm, const catal
     const auto ref = measure([&] {
       catalog::FieldErrors ignored;
       for (const auto& o : stack_objects) {
-        const auto stack = catalog::decode_stack(*o, ignored);
+        const auto stack = catalog::decode_stack(o->to_value(), ignored);
         const auto desired = reconciler::desired_state(stack, app, nullptr);
         sink += desired ? desired->member_services.size() : 0;
       }
@@ -259,7 +258,7 @@ void report(const Options& o, const Caches& caches, const Passes& p) {
                median(cpu), min_of(wall), min_of(cpu) * 1e3 / std::max(1, o.stacks));
   };
   row("resync pass (reconcile every Stack)", p.pass_cpu, p.pass_wall);
-  row("reference (decode_stack + desired_state)", p.ref_cpu, p.ref_wall);
+  row("reference (to_value, decode, desired_state)", p.ref_cpu, p.ref_wall);
   fmt::print("{:<44} {:>10.2f} {:>10.2f}\n", "ratio pass/reference",
              min_of(p.pass_cpu) / min_of(p.ref_cpu), median(p.pass_cpu) / median(p.ref_cpu));
   for (const auto& [k, n] : p.results) fmt::print("pass results: {} {}\n", k, n);

@@ -12,6 +12,7 @@
 #include <boost/json/value.hpp>
 
 #include "informer/store.h"
+#include "tests/nodesim/dom.h"
 
 namespace kstack::nodesim {
 
@@ -67,7 +68,7 @@ std::vector<Taint> node_taints(const boost::json::value& node);
 // Equal, the default, also compares the value).
 bool tolerates(const boost::json::value& pod, const Taint& taint);
 
-using Lookup = std::function<informer::ObjectPtr(const std::string& key)>;
+using Lookup = std::function<DomPtr(const std::string& key)>;
 
 struct FitInput {
   const NodeInfo& node;
@@ -77,7 +78,7 @@ struct FitInput {
   Lookup pv;   // "name" -> volume
   // The Node object as last seen: its labels (instead of node.labels), spec.unschedulable and
   // spec.taints; null = node.labels, and no cordon or taints.
-  informer::ObjectPtr node_object;
+  DomPtr node_object;
 };
 
 struct FitResult {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "tests/nodesim/dom.h"
 #include "tests/nodesim/json_util.h"
 #include "tests/nodesim/pod_config.h"
 #include "tests/nodesim/pod_status.h"
@@ -20,7 +21,7 @@ namespace kstack::nodesim {
 
 namespace json = boost::json;
 namespace fs = std::filesystem;
-using informer::ObjectPtr;
+using ObjectPtr = DomPtr;
 using informer::WorkResult;
 
 namespace {
@@ -160,7 +161,7 @@ informer::EventHandler Kubelet::pod_handler() {
     return ctx_.runtime->uid_of(str(*o, "/metadata/namespace"), str(*o, "/metadata/name"))
         .has_value();
   };
-  informer::EventHandler h;
+  DomEventHandler h;
   h.on_add = [this, relevant](const ObjectPtr& o) {
     if (relevant(o)) queue_.add(informer::object_key(*o));
   };
@@ -169,27 +170,27 @@ informer::EventHandler Kubelet::pod_handler() {
   };
   h.on_resync = h.on_add;  // a periodic look at every sandbox (containers that died)
   h.on_delete = [this](const ObjectPtr& o, bool) { queue_.add(informer::object_key(*o)); };
-  return h;
+  return packed_handler(std::move(h));
 }
 
 informer::EventHandler Kubelet::volume_handler() {
   auto retry_waiting = [this](const ObjectPtr&) {
-    for (const auto& pod : ctx_.pods->store().list()) {
+    for (const auto& pod : doms_of(ctx_.pods->store().list())) {
       if (mine(*pod) && !ctx_.runtime->has_pod(str(*pod, "/metadata/uid"))) {
         queue_.add(informer::object_key(*pod));
       }
     }
   };
-  informer::EventHandler h;
+  DomEventHandler h;
   h.on_add = retry_waiting;
   h.on_update = [retry_waiting](const ObjectPtr&, const ObjectPtr& o) { retry_waiting(o); };
-  return h;
+  return packed_handler(std::move(h));
 }
 
 void Kubelet::start() {
   // Sandboxes of pods this node no longer has (a previous run's leftovers).
   std::set<std::string> uids;
-  for (const auto& pod : ctx_.pods->store().list()) {
+  for (const auto& pod : doms_of(ctx_.pods->store().list())) {
     if (mine(*pod)) uids.insert(str(*pod, "/metadata/uid"));
   }
   std::error_code ec;
@@ -227,7 +228,7 @@ void Kubelet::watch_exits() {
 }
 
 WorkResult Kubelet::reconcile(const std::string& key) {
-  ObjectPtr pod = ctx_.pods->store().get(key);
+  ObjectPtr pod = dom_of(ctx_.pods->store().get(key));
   auto slash = key.find('/');
   std::string ns = key.substr(0, slash);
   std::string name = key.substr(slash + 1);
@@ -277,7 +278,7 @@ WorkResult Kubelet::run_while_lost(const json::value& pod) {
 }
 
 void Kubelet::enqueue_all() {
-  for (const auto& pod : ctx_.pods->store().list()) {
+  for (const auto& pod : doms_of(ctx_.pods->store().list())) {
     if (mine(*pod)) queue_.add(informer::object_key(*pod));
   }
   // Sandboxes whose pod is gone from the API (deleted while the node was lost).
@@ -312,14 +313,14 @@ tl::expected<ResolvedVolume, std::string> Kubelet::resolve_volume(const json::va
       vol;
   std::error_code ec;
   if (auto claim = str(volume, "/persistentVolumeClaim/claimName"); !claim.empty()) {
-    auto pvc = ctx_.claims->store().get(informer::object_key(ns, claim));
+    auto pvc = dom_of(ctx_.claims->store().get(informer::object_key(ns, claim)));
     if (!pvc) return tl::unexpected(fmt::format("persistentvolumeclaim \"{}\" not found", claim));
     std::string pv_name = str(*pvc, "/spec/volumeName");
     if (pv_name.empty() || str(*pvc, "/status/phase") != "Bound") {
       return tl::unexpected(
           fmt::format("waiting for PersistentVolumeClaim \"{}\" to be bound", claim));
     }
-    auto pv = ctx_.volumes->store().get(pv_name);
+    auto pv = dom_of(ctx_.volumes->store().get(pv_name));
     if (!pv) return tl::unexpected(fmt::format("persistentvolume \"{}\" not found", pv_name));
     if (!pv_allows_node(*pv, ctx_.node)) {
       return tl::unexpected(fmt::format("volume {} is bound to another node", pv_name));

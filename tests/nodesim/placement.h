@@ -9,6 +9,7 @@
 #include <boost/json/value.hpp>
 
 #include "informer/store.h"
+#include "tests/nodesim/dom.h"
 
 namespace kstack::nodesim {
 
@@ -19,9 +20,9 @@ bool claim_pending(const boost::json::value& claim);
 
 // What placement_node() looks at: the caches of every simulator hold the same objects.
 struct PlacementInput {
-  std::vector<informer::ObjectPtr> nodes;
-  std::vector<informer::ObjectPtr> claims;
-  std::vector<informer::ObjectPtr> volumes;
+  std::vector<DomPtr> nodes;
+  std::vector<DomPtr> claims;
+  std::vector<DomPtr> volumes;
   // The claim's StorageClass is provisioned by kstack.io/nodesim.
   std::function<bool(const boost::json::value& claim)> served;
   // The node a pending claim is pinned to (volume.kubernetes.io/selected-node, or the node of

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "tests/nodesim/dom.h"
 #include "tests/nodesim/json_util.h"
 #include "tests/nodesim/sandbox.h"
 
@@ -15,7 +16,7 @@ namespace kstack::nodesim {
 
 namespace json = boost::json;
 namespace fs = std::filesystem;
-using informer::ObjectPtr;
+using ObjectPtr = DomPtr;
 using informer::WorkResult;
 
 namespace {
@@ -67,18 +68,18 @@ informer::EventHandler Provisioner::claim_handler() {
   auto add = [this](const ObjectPtr& o) {
     queue_.add(std::string(kClaimPrefix) + informer::object_key(*o));
   };
-  informer::EventHandler h;
+  DomEventHandler h;
   h.on_add = add;
   h.on_update = [add](const ObjectPtr&, const ObjectPtr& o) { add(o); };
   h.on_resync = add;
-  return h;
+  return packed_handler(std::move(h));
 }
 
 informer::EventHandler Provisioner::volume_handler() {
   auto add = [this](const ObjectPtr& o) {
     queue_.add(std::string(kVolumePrefix) + informer::object_key(*o));
   };
-  informer::EventHandler h;
+  DomEventHandler h;
   h.on_add = add;
   h.on_update = [add](const ObjectPtr&, const ObjectPtr& o) { add(o); };
   h.on_resync = add;
@@ -89,7 +90,7 @@ informer::EventHandler Provisioner::volume_handler() {
     }
     queue_.add(std::string(kVolumePrefix) + informer::object_key(*o));
   };
-  return h;
+  return packed_handler(std::move(h));
 }
 
 informer::EventHandler Provisioner::pod_handler() {
@@ -100,32 +101,32 @@ informer::EventHandler Provisioner::pod_handler() {
       queue_.add(std::string(kClaimPrefix) + informer::object_key(ns, claim));
     }
   };
-  informer::EventHandler h;
+  DomEventHandler h;
   h.on_add = add;
   h.on_update = [add](const ObjectPtr&, const ObjectPtr& o) { add(o); };
-  return h;
+  return packed_handler(std::move(h));
 }
 
 informer::EventHandler Provisioner::node_handler() {
   auto all_claims = [this] {
-    for (const auto& pvc : ctx_.claims->store().list()) {
+    for (const auto& pvc : doms_of(ctx_.claims->store().list())) {
       if (claim_pending(*pvc)) queue_.add(std::string(kClaimPrefix) + informer::object_key(*pvc));
     }
   };
-  informer::EventHandler h;
+  DomEventHandler h;
   h.on_add = [all_claims](const ObjectPtr&) { all_claims(); };
   h.on_update = [all_claims](const ObjectPtr& old_node, const ObjectPtr& node) {
     if (node_ready(*old_node) != node_ready(*node)) all_claims();
   };
   h.on_delete = [all_claims](const ObjectPtr&, bool) { all_claims(); };
-  return h;
+  return packed_handler(std::move(h));
 }
 
 void Provisioner::enqueue_all() {
-  for (const auto& pvc : ctx_.claims->store().list()) {
+  for (const auto& pvc : doms_of(ctx_.claims->store().list())) {
     queue_.add(std::string(kClaimPrefix) + informer::object_key(*pvc));
   }
-  for (const auto& pv : ctx_.volumes->store().list()) {
+  for (const auto& pv : doms_of(ctx_.volumes->store().list())) {
     queue_.add(std::string(kVolumePrefix) + informer::object_key(*pv));
   }
 }
@@ -147,7 +148,7 @@ WorkResult Provisioner::reconcile(const std::string& key) {
 }
 
 std::string Provisioner::claim_user_node(const std::string& ns, const std::string& claim) const {
-  for (const auto& pod : ctx_.pods->store().list()) {
+  for (const auto& pod : doms_of(ctx_.pods->store().list())) {
     if (str(*pod, "/metadata/namespace") != ns) continue;
     auto node = str(*pod, "/spec/nodeName");
     if (node.empty() || pod_terminated(*pod)) continue;
@@ -173,7 +174,7 @@ void Provisioner::remove_volume_dir(const json::value& pv) {
 }
 
 WorkResult Provisioner::reconcile_claim(const std::string& key) {
-  ObjectPtr pvc = ctx_.claims->store().get(key);
+  ObjectPtr pvc = dom_of(ctx_.claims->store().get(key));
   if (!pvc || !str(*pvc, "/spec/volumeName").empty() || str(*pvc, "/status/phase") != "Pending" ||
       find(*pvc, "/metadata/deletionTimestamp") != nullptr) {
     return WorkResult::success();
@@ -182,7 +183,7 @@ WorkResult Provisioner::reconcile_claim(const std::string& key) {
   const std::string name = str(*pvc, "/metadata/name");
   const std::string uid = str(*pvc, "/metadata/uid");
   const std::string class_name = claim_class(*pvc);
-  ObjectPtr sc = class_name.empty() ? nullptr : ctx_.classes->store().get(class_name);
+  ObjectPtr sc = class_name.empty() ? nullptr : dom_of(ctx_.classes->store().get(class_name));
   const bool served = sc && str(*sc, "/provisioner") == kProvisionerName;
   const std::string user_node = claim_user_node(ns, name);
   const std::string selected =
@@ -196,22 +197,23 @@ WorkResult Provisioner::reconcile_claim(const std::string& key) {
   }
   if (ctx_.lost.load()) return WorkResult::success();
   const std::string pv_name = "pvc-" + uid;
-  if (ctx_.volumes->store().get(pv_name)) return WorkResult::success();  // binder's turn
+  if (dom_of(ctx_.volumes->store().get(pv_name))) return WorkResult::success();  // binder's turn
 
   if (user_node.empty() && selected.empty()) {
-    PlacementInput input{
-        ctx_.nodes->store().list(), ctx_.claims->store().list(), ctx_.volumes->store().list(),
-        [this](const json::value& c) {
-          auto cls = ctx_.classes->store().get(claim_class(c));
-          return cls && str(*cls, "/provisioner") == kProvisionerName;
-        },
-        [this](const json::value& c) {
-          auto node = str(c,
-                          "/metadata/annotations/"
-                          "volume.kubernetes.io~1selected-node");
-          if (!node.empty()) return node;
-          return claim_user_node(str(c, "/metadata/namespace"), str(c, "/metadata/name"));
-        }};
+    PlacementInput input{doms_of(ctx_.nodes->store().list()), doms_of(ctx_.claims->store().list()),
+                         doms_of(ctx_.volumes->store().list()),
+                         [this](const json::value& c) {
+                           auto cls = dom_of(ctx_.classes->store().get(claim_class(c)));
+                           return cls && str(*cls, "/provisioner") == kProvisionerName;
+                         },
+                         [this](const json::value& c) {
+                           auto node = str(c,
+                                           "/metadata/annotations/"
+                                           "volume.kubernetes.io~1selected-node");
+                           if (!node.empty()) return node;
+                           return claim_user_node(str(c, "/metadata/namespace"),
+                                                  str(c, "/metadata/name"));
+                         }};
     if (placement_node(*pvc, input) != ctx_.node.name) {
       return WorkResult::requeue_after(kPlacementRecheck);  // another node's, unless it is lost
     }
@@ -272,7 +274,7 @@ WorkResult Provisioner::reconcile_claim(const std::string& key) {
 }
 
 WorkResult Provisioner::reconcile_volume(const std::string& name) {
-  ObjectPtr pv = ctx_.volumes->store().get(name);
+  ObjectPtr pv = dom_of(ctx_.volumes->store().get(name));
   if (!pv) {
     ObjectPtr gone;
     {

@@ -16,6 +16,7 @@
 
 #include "informer/work_queue.h"
 #include "tests/nodesim/context.h"
+#include "tests/nodesim/dom.h"
 #include "tests/nodesim/placement.h"
 
 namespace kstack::nodesim {
@@ -58,7 +59,7 @@ class Provisioner {
   informer::WorkQueue queue_;
   std::unique_ptr<informer::Workers> workers_;
   std::mutex mu_;
-  std::map<std::string, informer::ObjectPtr> deleted_;  // PVs deleted, awaiting cleanup
+  std::map<std::string, DomPtr> deleted_;  // PVs deleted, awaiting cleanup
 };
 
 }  // namespace kstack::nodesim

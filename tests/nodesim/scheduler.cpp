@@ -8,12 +8,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "tests/nodesim/dom.h"
 #include "tests/nodesim/json_util.h"
 
 namespace kstack::nodesim {
 
 namespace json = boost::json;
-using informer::ObjectPtr;
+using ObjectPtr = DomPtr;
 using informer::WorkResult;
 
 namespace {
@@ -48,18 +49,18 @@ Scheduler::Scheduler(Context& ctx) : ctx_(ctx), queue_(queue_options("scheduler"
   informer::InformerOptions no_resync;
   no_resync.resync_period = std::chrono::milliseconds(0);
   node_ = std::make_unique<informer::Informer>(ctx_.client, r, no_resync);
-  informer::EventHandler h;
+  DomEventHandler h;
   h.on_add = [this](const ObjectPtr&) { enqueue_all(); };
   h.on_update = [this](const ObjectPtr& old_node, const ObjectPtr& node) {
     if (!same_schedulability(*old_node, *node)) enqueue_all();  // e.g. uncordoned
   };
-  node_->add_handler(std::move(h));
+  node_->add_handler(packed_handler(std::move(h)));
 }
 
 Scheduler::~Scheduler() { stop(); }
 
 informer::EventHandler Scheduler::pod_handler() {
-  informer::EventHandler h;
+  DomEventHandler h;
   auto on_pod = [this](const ObjectPtr& o) {
     if (pending(*o)) {
       queue_.add(informer::object_key(*o));
@@ -73,14 +74,14 @@ informer::EventHandler Scheduler::pod_handler() {
   h.on_delete = [this](const ObjectPtr& o, bool) {
     if (str(*o, "/spec/nodeName") == ctx_.node.name) enqueue_all();
   };
-  return h;
+  return packed_handler(std::move(h));
 }
 
 informer::EventHandler Scheduler::volume_handler() {
-  informer::EventHandler h;
+  DomEventHandler h;
   h.on_add = [this](const ObjectPtr&) { enqueue_all(); };
   h.on_update = [this](const ObjectPtr&, const ObjectPtr&) { enqueue_all(); };
-  return h;
+  return packed_handler(std::move(h));
 }
 
 void Scheduler::start() {
@@ -96,13 +97,13 @@ void Scheduler::stop() {
 }
 
 void Scheduler::enqueue_all() {
-  for (const auto& pod : ctx_.pods->store().list()) {
+  for (const auto& pod : doms_of(ctx_.pods->store().list())) {
     if (pending(*pod)) queue_.add(informer::object_key(*pod));
   }
 }
 
 WorkResult Scheduler::reconcile(const std::string& key) {
-  ObjectPtr pod = ctx_.pods->store().get(key);
+  ObjectPtr pod = dom_of(ctx_.pods->store().get(key));
   if (pod && !pending(*pod)) {
     std::lock_guard lock(mu_);
     delayed_.erase(str(*pod, "/metadata/uid"));
@@ -111,21 +112,21 @@ WorkResult Scheduler::reconcile(const std::string& key) {
     return WorkResult::success();
   }
   const std::string uid = str(*pod, "/metadata/uid");
-  ObjectPtr node = node_->store().get(ctx_.node.name);
+  ObjectPtr node = dom_of(node_->store().get(ctx_.node.name));
   if (!node) return WorkResult::success();  // not cached yet: its add event enqueues every pod
 
   Resources used;
   std::int64_t count = 0;
   {
     std::lock_guard lock(mu_);
-    for (const auto& p : ctx_.pods->store().list()) {
+    for (const auto& p : doms_of(ctx_.pods->store().list())) {
       if (str(*p, "/spec/nodeName") != ctx_.node.name || pod_terminated(*p)) continue;
       used += pod_requests(*p);
       ++count;
       assumed_.erase(str(*p, "/metadata/uid"));
     }
     for (auto it = assumed_.begin(); it != assumed_.end();) {
-      auto cached = ctx_.pods->store().get(it->second.first);
+      auto cached = dom_of(ctx_.pods->store().get(it->second.first));
       if (!cached || str(*cached, "/metadata/uid") != it->first) {
         it = assumed_.erase(it);
         continue;
@@ -138,8 +139,8 @@ WorkResult Scheduler::reconcile(const std::string& key) {
   FitInput input{ctx_.node,
                  used,
                  count,
-                 [this](const std::string& k) { return ctx_.claims->store().get(k); },
-                 [this](const std::string& k) { return ctx_.volumes->store().get(k); },
+                 [this](const std::string& k) { return dom_of(ctx_.claims->store().get(k)); },
+                 [this](const std::string& k) { return dom_of(ctx_.volumes->store().get(k)); },
                  node};
   FitResult fit = check_fit(*pod, input);
   if (!fit.fits()) {

@@ -207,7 +207,7 @@ TEST_F(ExecutorTest, ApplyCreatesThenTheServersDefaultedObjectsCoverTheDesiredOn
     EXPECT_EQ(str_at(live, "/metadata/ownerReferences/0/uid"), stack.metadata.uid);
     EXPECT_TRUE(covers(live, *object))
         << str_at(*object, "/metadata/name") << " differs at " << first_difference(live, *object);
-    auto r = executor.apply(*type, *object, &live);
+    auto r = executor.apply(*type, *object, informer::pack(live).get());
     ASSERT_TRUE(r) << r.error().to_string();
     EXPECT_EQ(*r, Change::kNone) << str_at(*object, "/metadata/name");
   }
@@ -232,7 +232,7 @@ TEST_F(ExecutorTest, ApplyRepairsDriftAndKeepsOtherManagersFields) {
   auto live = get(kStatefulSets, sts);
   EXPECT_FALSE(covers(live, sts));
   EXPECT_FALSE(first_difference(live, sts).empty());
-  auto r = executor.apply(kStatefulSets, sts, &live);
+  auto r = executor.apply(kStatefulSets, sts, informer::pack(live).get());
   ASSERT_TRUE(r) << r.error().to_string();
   EXPECT_EQ(*r, Change::kUpdated);
 
@@ -331,8 +331,10 @@ std::vector<json::value> events_about(kube::Client& client, const std::string& n
 }
 
 TEST_F(ExecutorTest, EventIsPostedOnceAboutTheRegardingObject) {
-  executor.event(stack_object, "Normal", "Created", "Create", "created StatefulSet db-server");
-  executor.event(stack_object, "Normal", "Created", "Create", "created StatefulSet db-server");
+  executor.event(*informer::pack(stack_object), "Normal", "Created", "Create",
+                 "created StatefulSet db-server");
+  executor.event(*informer::pack(stack_object), "Normal", "Created", "Create",
+                 "created StatefulSet db-server");
   EXPECT_EQ(executor.events_posted(), 1u);
 
   const auto events = events_about(*client, ns, stack.metadata.uid, "Created");
@@ -351,7 +353,8 @@ TEST_F(ExecutorTest, EventIsPostedOnceAboutTheRegardingObject) {
   EXPECT_EQ(str_at(e, "/metadata/name").rfind("db.", 0), 0u) << str_at(e, "/metadata/name");
 
   // Another note is another event.
-  executor.event(stack_object, "Normal", "Created", "Create", "created Service db");
+  executor.event(*informer::pack(stack_object), "Normal", "Created", "Create",
+                 "created Service db");
   EXPECT_EQ(executor.events_posted(), 2u);
   EXPECT_EQ(events_about(*client, ns, stack.metadata.uid, "Created").size(), 2u);
 }
@@ -360,8 +363,9 @@ TEST_F(ExecutorTest, ConcurrentIdenticalEventsArePostedOnce) {
   std::vector<std::thread> workers;
   workers.reserve(8);
   for (int i = 0; i < 8; ++i) {
-    workers.emplace_back(
-        [&] { executor.event(stack_object, "Normal", "Scaled", "Scale", "3 -> 4"); });
+    workers.emplace_back([&] {
+      executor.event(*informer::pack(stack_object), "Normal", "Scaled", "Scale", "3 -> 4");
+    });
   }
   for (auto& w : workers) w.join();
   EXPECT_EQ(executor.events_posted(), 1u);
@@ -374,7 +378,7 @@ TEST_F(ExecutorTest, LongEventNoteIsTruncatedOnAUtf8Boundary) {
   while (note.size() < 4999) note += "\xc3\xa9";  // é
   note += "a";
   ASSERT_EQ(note.size(), 5000u);
-  executor.event(stack_object, "Warning", "SetupFailed", "Setup", note);
+  executor.event(*informer::pack(stack_object), "Warning", "SetupFailed", "Setup", note);
   EXPECT_EQ(executor.events_posted(), 1u);
 
   const auto events = events_about(*client, ns, stack.metadata.uid, "SetupFailed");
@@ -394,7 +398,7 @@ TEST_F(ExecutorTest, NotesOfOneReasonAreJoinedIntoAsFewEventsAsFit) {
     notes.push_back(note);
   }
   ASSERT_EQ(notes[0].size(), 60u);
-  executor.events(stack_object, "Normal", "Created", "Create", notes);
+  executor.events(*informer::pack(stack_object), "Normal", "Created", "Create", notes);
   EXPECT_EQ(executor.events_posted(), 2u);
 
   const auto events = events_about(*client, ns, stack.metadata.uid, "Created");
@@ -431,7 +435,7 @@ TEST_F(ExecutorTest, EventsReadThroughCoreV1CarryTheTimestampsAndCountOlderClien
   const std::vector<std::string> reasons{"Scaled", "Created", "Deleted"};
   for (const auto& reason : reasons) {
     wait_for_next_second();
-    executor.event(stack_object, "Normal", reason, "Update", "note of " + reason);
+    executor.event(*informer::pack(stack_object), "Normal", reason, "Update", "note of " + reason);
   }
   ASSERT_EQ(executor.events_posted(), 3u);
 

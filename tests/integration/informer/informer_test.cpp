@@ -373,15 +373,14 @@ TEST(Informer, AWriteAnswerNeverRollsBackNorResurrectsWhatTheWatchDelivered) {
   ASSERT_TRUE(updated);
   const std::string newer = str_at(*updated, "/metadata/resourceVersion");
   ASSERT_TRUE(rec.wait_key(key, newer, 30s));
-  auto stale = std::make_shared<const json::value>(*created);
+  auto stale = informer::pack(*created);
   EXPECT_EQ(inf.store().upsert_write_answer(stale), WriteAnswer::kStale);
   EXPECT_EQ(std::string(resource_version(*inf.store().get(key))), newer);
 
   ASSERT_TRUE(c->remove(kube::resources::kConfigMaps, ns, "w"));
   ASSERT_TRUE(rec.wait_key(key, "", 30s));
   EXPECT_EQ(inf.store().upsert_write_answer(stale), WriteAnswer::kStale);
-  EXPECT_EQ(inf.store().upsert_write_answer(std::make_shared<const json::value>(*updated)),
-            WriteAnswer::kStale);
+  EXPECT_EQ(inf.store().upsert_write_answer(informer::pack(*updated)), WriteAnswer::kStale);
   EXPECT_EQ(inf.store().get(key), nullptr);
 }
 

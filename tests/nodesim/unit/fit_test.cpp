@@ -106,8 +106,8 @@ TEST(Fit, WaitsForUnboundClaimsAndFollowsTheVolumesNode) {
             R"({"matchExpressions":[{"key":"kubernetes.io/hostname","operator":"In","values":[")") +
         node_name + R"("]}]}]}}}})"));
   };
-  informer::ObjectPtr claim;
-  informer::ObjectPtr volume;
+  DomPtr claim;
+  DomPtr volume;
   FitInput in{n,
               {},
               0,
@@ -136,7 +136,7 @@ TEST(Fit, WaitsForUnboundClaimsAndFollowsTheVolumesNode) {
   EXPECT_NE(deleting.reason.find("is being deleted"), std::string::npos) << deleting.reason;
 }
 
-informer::ObjectPtr node_object(std::string_view spec) {
+DomPtr node_object(std::string_view spec) {
   return std::make_shared<const json::value>(
       json::parse(std::string(R"({"metadata":{"name":"n1"},"spec":)") + std::string(spec) + "}"));
 }

@@ -12,7 +12,7 @@ namespace kstack::nodesim {
 namespace {
 
 namespace json = boost::json;
-using informer::ObjectPtr;
+using ObjectPtr = DomPtr;
 
 ObjectPtr object(const std::string& text) {
   return std::make_shared<const json::value>(json::parse(text));

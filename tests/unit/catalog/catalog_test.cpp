@@ -128,10 +128,11 @@ TEST(Catalog, IndexListsTheStacksUsingAnAppAndFollowsChanges) {
 
 TEST(Catalog, AStackWithoutAppCatalogProtectsBothPossibleApps) {
   auto index = stacks_by_app_index("kstack-system");
-  EXPECT_EQ(index(stack("team-a", "s", "db")),
+  EXPECT_EQ(index(*informer::pack(stack("team-a", "s", "db"))),
             (std::vector<std::string>{"team-a/db", "kstack-system/db"}));
-  EXPECT_EQ(index(stack("kstack-system", "s", "db")), std::vector<std::string>{"kstack-system/db"});
-  EXPECT_TRUE(index(json::object{{"metadata", {{"name", "x"}}}}).empty());
+  EXPECT_EQ(index(*informer::pack(stack("kstack-system", "s", "db"))),
+            std::vector<std::string>{"kstack-system/db"});
+  EXPECT_TRUE(index(*informer::pack(json::object{{"metadata", {{"name", "x"}}}})).empty());
 }
 
 TEST(Catalog, ReadsKStackConfigOnlyFromTheOperatorNamespace) {
@@ -172,8 +173,8 @@ TEST(Catalog, OfflineCatalogDoesNotKnowStorageClasses) {
 
 TEST(Catalog, WorksOverPlainStoresWithoutMemoryCatalog) {
   informer::Store apptypes, stacks;
-  apptypes.upsert(std::make_shared<const json::value>(apptype("kstack-system", "db", "v")));
-  stacks.upsert(std::make_shared<const json::value>(stack("ns", "s", "db", "system")));
+  apptypes.upsert(informer::pack(apptype("kstack-system", "db", "v")));
+  stacks.upsert(informer::pack(stack("ns", "s", "db", "system")));
   Catalog c(CatalogStores{&apptypes, &stacks, nullptr, nullptr});
   EXPECT_TRUE(c.find_app("ns", "db").has_value());
   EXPECT_EQ(keys(c.stacks_using("kstack-system", "db")), std::vector<std::string>{"ns/s"});

@@ -24,7 +24,7 @@ ObjectPtr obj(std::string_view ns, std::string_view name, std::string_view rv,
         json::array{json::object{{"uid", "not-the-controller"}, {"controller", false}},
                     json::object{{"uid", owner_uid}, {"controller", true}}};
   }
-  return std::make_shared<const json::value>(json::object{{"metadata", std::move(md)}});
+  return informer::pack(json::object{{"metadata", std::move(md)}});
 }
 
 std::vector<std::string> names(const std::vector<ObjectPtr>& objects) {

@@ -11,7 +11,7 @@ informer::ObjectPtr object(std::string_view ns, std::string_view name, std::stri
                            std::string_view kind = "Service") {
   json::object md{{"name", name}, {"namespace", ns}};
   if (!stack.empty()) md["labels"] = json::object{{"kstack.io/stack", stack}};
-  return std::make_shared<const json::value>(
+  return informer::pack(
       json::object{{"apiVersion", "v1"}, {"kind", kind}, {"metadata", std::move(md)}});
 }
 
@@ -39,9 +39,9 @@ TEST(StackIndex, IsNamespaceSlashStackLabel) {
 TEST(StackIndex, ObjectsWithoutTheLabelAreNotIndexed) {
   auto f = stack_index();
   EXPECT_TRUE(f(*object("apps", "x")).empty());
-  EXPECT_TRUE(
-      f(json::value(json::object{{"metadata", {{"labels", {{"kstack.io/stack", 3}}}}}})).empty());
-  EXPECT_TRUE(f(json::value(nullptr)).empty());
+  EXPECT_TRUE(f(*informer::pack(json::object{{"metadata", {{"labels", {{"kstack.io/stack", 3}}}}}}))
+                  .empty());
+  EXPECT_TRUE(f(*informer::pack(json::value(nullptr))).empty());
 }
 
 TEST_F(ObserverTest, ObserveReturnsEachKindOfOneStackKeyedByName) {

@@ -33,7 +33,8 @@ struct FakeWriter : executor::ObjectWriter {
   std::optional<json::value> last_status;
 
   kube::Result<executor::Change> apply(const kube::ResourceType& type, const json::value& desired,
-                                       const json::value* live, json::value* result) override {
+                                       const informer::PackedValue* live,
+                                       json::value* result) override {
     calls.push_back("apply " + std::string(desired.at("metadata").at("name").as_string()));
     if (apply_error) return tl::unexpected(*apply_error);
     if (result != nullptr) {
@@ -77,16 +78,16 @@ struct FakeWriter : executor::ObjectWriter {
 
 struct FakeEvents : executor::EventSink {
   std::vector<EventSpec> posted;
-  void event(const json::value&, std::string_view type, std::string_view reason,
+  void event(const informer::PackedValue&, std::string_view type, std::string_view reason,
              std::string_view action, std::string_view note) override {
     posted.push_back(
         {std::string(type), std::string(reason), std::string(action), std::string(note)});
   }
-  void events(const json::value&, std::string_view type, std::string_view reason,
+  void events(const informer::PackedValue&, std::string_view type, std::string_view reason,
               std::string_view action, const std::vector<std::string>& notes) override {
     std::string joined;
     for (const auto& n : notes) joined += (joined.empty() ? "" : "; ") + n;
-    event({}, type, reason, action, joined);
+    event(*informer::pack(nullptr), type, reason, action, joined);
   }
 };
 
@@ -213,7 +214,12 @@ TEST_F(ActTest, TheServersAnswersAreKeptInTheCachesAndCreationsAreOneBatchedEven
   auto w = new_stack();
   EXPECT_EQ(run(w, pass(w)).kind, Kind::kRequeueAfter);
   ASSERT_NE(services.get("apps/db-server-1"), nullptr);
-  EXPECT_EQ(sets.get("apps/" + set_of("server"))->at("metadata").at("resourceVersion"), "900");
+  EXPECT_EQ(sets.get("apps/" + set_of("server"))
+                ->as_object()
+                .at("metadata")
+                .as_object()
+                .at("resourceVersion"),
+            "900");
   ASSERT_NE(stacks.get("apps/db"), nullptr) << "the written status is cached";
   int created = 0;
   for (const auto& e : events.posted) created += e.reason == "Created" ? 1 : 0;

@@ -134,7 +134,7 @@ catalog::Stack World::decoded() const {
 Snapshot World::snapshot() const {
   Snapshot s;
   s.key = "apps/db";
-  s.object = std::make_shared<const json::value>(stack);
+  s.object = informer::pack(stack);
   s.stack = decoded();
   catalog::FieldErrors ignored;
   if (s.stack.status) {
@@ -145,7 +145,7 @@ Snapshot World::snapshot() const {
   }
   auto share = [](const std::map<std::string, json::value>& from,
                   std::map<std::string, informer::ObjectPtr>& to) {
-    for (const auto& [name, o] : from) to[name] = std::make_shared<const json::value>(o);
+    for (const auto& [name, o] : from) to[name] = informer::pack(o);
   };
   share(sets, s.owned.stateful_sets);
   share(services, s.owned.services);
@@ -271,9 +271,8 @@ Plan pass(const World& world, FakeSetup& setup) {
   for (int round = 0; (!p.is_final() || !p.setup_steps.empty()) && round < 8; ++round) {
     for (const auto& name : p.claims_to_read) {
       auto it = world.server_claims.find(name);
-      found.claims[name] = it == world.server_claims.end()
-                               ? informer::ObjectPtr{}
-                               : std::make_shared<const json::value>(it->second);
+      found.claims[name] =
+          it == world.server_claims.end() ? informer::ObjectPtr{} : informer::pack(it->second);
     }
     for (const auto& step : p.setup_steps) {
       snap.setup[setup_key(step)] = SetupState{true, setup.run(step)};

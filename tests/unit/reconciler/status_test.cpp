@@ -43,7 +43,7 @@ TEST(MemberState, NoPodIsCreatePending) {
 
 TEST(MemberState, UnschedulablePodIsCreatePendingWithTheSchedulerMessage) {
   const auto p = pod("Pending", "", "False", "");
-  const auto view = view_pod(&p);
+  const auto view = view_pod(informer::pack(p).get());
   EXPECT_TRUE(view.unschedulable);
   EXPECT_EQ(view.scheduling_message, "0/1 nodes are available: 1 Insufficient cpu.");
   EXPECT_EQ(member_state(view), catalog::kMemberCreatePending);
@@ -51,17 +51,18 @@ TEST(MemberState, UnschedulablePodIsCreatePendingWithTheSchedulerMessage) {
 
 TEST(MemberState, ScheduledButNotReadyIsCreating) {
   const auto p = pod("Pending", "False", "True");
-  const auto view = view_pod(&p);
+  const auto view = view_pod(informer::pack(p).get());
   EXPECT_TRUE(view.scheduled);
   EXPECT_EQ(view.container_state, "waiting");
   EXPECT_EQ(member_state(view), catalog::kMemberCreating);
   const auto running_unready = pod("Running", "False", "True");
-  EXPECT_EQ(member_state(view_pod(&running_unready)), catalog::kMemberCreating);
+  EXPECT_EQ(member_state(view_pod(informer::pack(running_unready).get())),
+            catalog::kMemberCreating);
 }
 
 TEST(MemberState, RunningAndReadyIsReady) {
   const auto p = pod("Running", "True", "True");
-  const auto view = view_pod(&p);
+  const auto view = view_pod(informer::pack(p).get());
   EXPECT_TRUE(view.running_ready);
   EXPECT_EQ(view.container_id, "sim://abc");
   EXPECT_EQ(view.restart_count, 2);
@@ -72,7 +73,7 @@ TEST(MemberState, RunningAndReadyIsReady) {
 TEST(MemberState, ATerminatingPodIsNotReady) {
   auto p = pod("Running", "True", "True");
   p.as_object()["metadata"].as_object()["deletionTimestamp"] = "2026-11-22T00:00:00Z";
-  const auto view = view_pod(&p);
+  const auto view = view_pod(informer::pack(p).get());
   EXPECT_TRUE(view.deleting);
   EXPECT_FALSE(view.running_ready);
   EXPECT_EQ(member_state(view), catalog::kMemberCreating);
