@@ -99,17 +99,22 @@ class WebhookE2E : public ::testing::Test {
     wc.url_base = "https://127.0.0.1:" + std::to_string(webhook_->port());
     auto c = admin();
     ASSERT_TRUE(c->create(kValidating, "", validating_webhook_configuration(wc)));
-    ASSERT_TRUE(c->create({"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
-                           "MutatingWebhookConfiguration", false},
-                          "", mutating_webhook_configuration(wc)));
+    const kube::ResourceType mutating{"admissionregistration.k8s.io", "v1",
+                                      "mutatingwebhookconfigurations",
+                                      "MutatingWebhookConfiguration", false};
+    ASSERT_TRUE(c->create(mutating, "", mutating_webhook_configuration(wc)));
+    // Both: the CertManager may have filled one in and still be waiting (5 s) to retry the
+    // other, made after its first attempt; a Stack sent meanwhile fails the mutating call.
     const auto deadline = std::chrono::steady_clock::now() + 60s;
     bool filled = false;
     while (!filled && std::chrono::steady_clock::now() < deadline) {
       auto v = c->get(kValidating, "", kDefaultValidatingWebhookConfigurationName);
-      filled = v && !str_at(*v, "/webhooks/0/clientConfig/caBundle").empty();
+      auto m = c->get(mutating, "", kDefaultMutatingWebhookConfigurationName);
+      filled = v && !str_at(*v, "/webhooks/0/clientConfig/caBundle").empty() && m &&
+               !str_at(*m, "/webhooks/0/clientConfig/caBundle").empty();
       if (!filled) std::this_thread::sleep_for(200ms);  // the CertManager retries every 5 s
     }
-    ASSERT_TRUE(filled) << "caBundle was not written by the operator";
+    ASSERT_TRUE(filled) << "caBundle was not written by the operator into both configurations";
     auto applied = cp.kubectl({"apply", "-f", "-"}, kAppType);
     if (applied.exit_code != 0) {
       // kubectl prints little for some denials; the client shows the whole Status.
