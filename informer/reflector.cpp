@@ -71,7 +71,12 @@ kube::Result<std::vector<ObjectPtr>> Reflector::fetch(std::string& version) cons
   const std::string api_version = options_.type.api_version();
   std::vector<ObjectPtr> objects;
   for (bool first = true;; first = false) {
-    auto page = client_->list(options_.type, options_.namespace_name, lo);
+    // The page's DOM in an arena of its own, freed whole once its items are packed: parsed on
+    // the heap, its many small blocks would sit between the packed objects made from it and
+    // keep their pages resident after it is gone (measured: ~1.4 KB per Service, 2.2 KB per
+    // StatefulSet of RSS beyond the packed bytes).
+    json::monotonic_resource arena;
+    auto page = client_->list(options_.type, options_.namespace_name, lo, &arena);
     if (!page) return tl::unexpected(std::move(page.error()));
     // Checked without throwing, as this thread must survive any answer.
     auto* list = page->if_object();

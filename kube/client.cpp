@@ -181,7 +181,8 @@ Result<HttpRequest> Client::prepare_request(std::string_view method,
 
 Result<json::value> Client::call(RateLimiter& limiter, std::string_view verb,
                                  std::string_view method, std::string path_and_query,
-                                 std::string body, std::string_view ctype) {
+                                 std::string body, std::string_view ctype,
+                                 json::storage_ptr storage) {
   auto resp = send(limiter, method, path_and_query, std::move(body), ctype, verb);
   if (!resp) return tl::unexpected(std::move(resp.error()));
   if (!is_success(resp->status)) {
@@ -193,7 +194,7 @@ Result<json::value> Client::call(RateLimiter& limiter, std::string_view verb,
   // Exact numbers, as the watch stream reads them (kube/json_parser.h): a LIST and a watch
   // event of the same object must decode to the same values.
   boost::system::error_code ec;
-  json::value v = parse_json(resp->body, ec);
+  json::value v = parse_json(resp->body, ec, std::move(storage));
   if (ec) {
     return make_error(ErrorKind::kDecode, fmt::format("{} {}: response is not JSON: {}", method,
                                                       path_and_query, ec.message()));
@@ -208,7 +209,7 @@ Result<json::value> Client::get(const ResourceType& type, std::string_view ns,
 }
 
 Result<json::value> Client::list(const ResourceType& type, std::string_view ns,
-                                 const ListOptions& o) {
+                                 const ListOptions& o, json::storage_ptr storage) {
   Query q;
   q.add("labelSelector", o.label_selector).add("fieldSelector", o.field_selector);
   if (o.limit > 0) q.add("limit", o.limit);
@@ -216,7 +217,8 @@ Result<json::value> Client::list(const ResourceType& type, std::string_view ns,
       .add("resourceVersion", o.resource_version)
       .add("resourceVersionMatch", o.resource_version_match);
   if (o.timeout_seconds) q.add("timeoutSeconds", std::int64_t{*o.timeout_seconds});
-  return call(limiter_for(type), "LIST", "GET", resource_path(type, ns) + q.str());
+  return call(limiter_for(type), "LIST", "GET", resource_path(type, ns) + q.str(), {}, {},
+              std::move(storage));
 }
 
 namespace {

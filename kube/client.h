@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include <boost/json/storage_ptr.hpp>
 #include <boost/json/value.hpp>
 
 #include "kube/config.h"
@@ -100,9 +101,11 @@ class Client {
 
   Result<boost::json::value> get(const ResourceType& type, std::string_view ns,
                                  std::string_view name, std::string_view subresource = {});
-  // One page (or everything when limit is 0). The result is the List object.
+  // One page (or everything when limit is 0). The result is the List object, allocated from
+  // `storage` (default: the heap).
   Result<boost::json::value> list(const ResourceType& type, std::string_view ns,
-                                  const ListOptions& options = {});
+                                  const ListOptions& options = {},
+                                  boost::json::storage_ptr storage = {});
   // Every page, following `continue`; returns a List with all items and the first page's
   // resourceVersion (the snapshot all pages belong to).
   Result<boost::json::value> list_all(const ResourceType& type, std::string_view ns,
@@ -153,7 +156,8 @@ class Client {
                                    std::string body, std::string_view content_type);
   Result<boost::json::value> call(RateLimiter& limiter, std::string_view verb,
                                   std::string_view method, std::string path_and_query,
-                                  std::string body = {}, std::string_view content_type = {});
+                                  std::string body = {}, std::string_view content_type = {},
+                                  boost::json::storage_ptr storage = {});
   Result<HttpResponse> send(RateLimiter& limiter, std::string_view method,
                             std::string_view path_and_query, std::string body,
                             std::string_view content_type, std::string_view verb);

@@ -3,6 +3,7 @@
 #include <set>
 #include <thread>
 
+#include <boost/json/monotonic_resource.hpp>
 #include <gtest/gtest.h>
 
 #include "tests/integration/kube/client_fixture.h"
@@ -221,6 +222,28 @@ TEST(Client, LabelSelectorFiltersList) {
   ASSERT_TRUE(r) << r.error().to_string();
   ASSERT_EQ(r->at("items").as_array().size(), 1u);
   EXPECT_EQ(str_at(r->at("items").at(0), "/metadata/name"), "x");
+}
+
+// The reflector parses each LIST page into an arena of its own (informer/reflector.cpp): the
+// whole List, items included, must come from the storage given.
+TEST(Client, AListPageIsAllocatedFromTheStorageGiven) {
+  auto c = admin();
+  const auto ns = make_namespace(*c);
+  ASSERT_TRUE(c->create(resources::kConfigMaps, ns,
+                        config_map("a", {{"k", std::string(300, 'v')}}, {{"app", "arena"}})));
+  ListOptions o;  // not the namespace's kube-root-ca.crt, which the controller-manager adds
+  o.label_selector = "app=arena";
+  boost::json::monotonic_resource arena;
+  auto r = c->list(resources::kConfigMaps, ns, o, &arena);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->storage().get(), &arena);
+  const auto& items = r->at("items").as_array();
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].storage().get(), &arena);
+  EXPECT_EQ(str_at(items[0], "/data/k"), std::string(300, 'v'));
+  auto plain = c->list(resources::kConfigMaps, ns, o);
+  ASSERT_TRUE(plain) << plain.error().to_string();
+  EXPECT_NE(plain->storage().get(), &arena);
 }
 
 TEST(Client, DeletePreconditionOnWrongUidIsConflictAndKeepsTheObject) {
