@@ -16,31 +16,9 @@ using packed_detail::word;
 constexpr std::size_t align4(std::size_t n) { return (n + 3) & ~std::size_t{3}; }
 constexpr std::size_t string_node_size(std::size_t length) { return align4(4 + length + 1); }
 
-std::string_view kind_name(json::kind k) {
-  switch (k) {
-    case json::kind::null:
-      return "null";
-    case json::kind::bool_:
-      return "bool";
-    case json::kind::int64:
-      return "int64";
-    case json::kind::uint64:
-      return "uint64";
-    case json::kind::double_:
-      return "double";
-    case json::kind::string:
-      return "string";
-    case json::kind::array:
-      return "array";
-    case json::kind::object:
-      return "object";
-  }
-  return "unknown";
-}
-
 [[noreturn]] void wrong_kind(json::kind expected, json::kind found) {
-  throw std::invalid_argument("packed value: expected " + std::string(kind_name(expected)) +
-                              ", found " + std::string(kind_name(found)));
+  throw std::invalid_argument("packed value: expected " + std::string(json::to_string(expected)) +
+                              ", found " + std::string(json::to_string(found)));
 }
 
 std::uint32_t checked_payload(std::size_t n, std::string_view what) {
@@ -57,11 +35,14 @@ template <class Value>
 std::size_t node_size(const Value& v) {
   switch (v.kind()) {
     case json::kind::null:
-    case json::kind::bool_: return 4;
+    case json::kind::bool_:
+      return 4;
     case json::kind::int64:
     case json::kind::uint64:
-    case json::kind::double_: return 12;
-    case json::kind::string: return string_node_size(v.get_string().size());
+    case json::kind::double_:
+      return 12;
+    case json::kind::string:
+      return string_node_size(v.get_string().size());
     case json::kind::array: {
       std::size_t n = 4 + 4 * v.get_array().size();
       for (const auto& e : v.get_array()) n += node_size(e);
@@ -332,8 +313,10 @@ bool equal(const PackedValue& a, const Value& b) {
   if (a.is_number() && b.is_number()) return numbers_equal(a, b);
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case json::kind::null: return true;
-    case json::kind::bool_: return a.get_bool() == b.get_bool();
+    case json::kind::null:
+      return true;
+    case json::kind::bool_:
+      return a.get_bool() == b.get_bool();
     case json::kind::string:
       return a.get_string().subview() == std::string_view(b.get_string());
     case json::kind::array: {
@@ -355,7 +338,8 @@ bool equal(const PackedValue& a, const Value& b) {
       }
       return true;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
