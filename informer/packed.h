@@ -165,47 +165,56 @@ class PackedMember : public PackedValue {
   }
 };
 
+namespace packed_detail {
+// The iterator of a packed array (over its elements) and of a packed object (over its members):
+// an index into the container, which gives the element (element_of, found by ADL).
+template <class Container, class Element>
+class IndexIterator {
+ public:
+  using iterator_category = std::random_access_iterator_tag;
+  using value_type = Element;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const Element*;
+  using reference = const Element&;
+  IndexIterator() = default;
+  IndexIterator(const Container* c, std::size_t i) : c_(c), i_(i) {}
+  reference operator*() const { return element_of(*c_, i_); }
+  pointer operator->() const { return &element_of(*c_, i_); }
+  reference operator[](difference_type n) const {
+    return element_of(*c_, i_ + static_cast<std::size_t>(n));
+  }
+  IndexIterator& operator++() { return ++i_, *this; }
+  IndexIterator operator++(int) {
+    auto t = *this;
+    ++i_;
+    return t;
+  }
+  IndexIterator& operator--() { return --i_, *this; }
+  IndexIterator operator--(int) {
+    auto t = *this;
+    --i_;
+    return t;
+  }
+  IndexIterator& operator+=(difference_type n) { return i_ += n, *this; }
+  IndexIterator& operator-=(difference_type n) { return i_ -= n, *this; }
+  friend IndexIterator operator+(IndexIterator it, difference_type n) { return it += n; }
+  friend IndexIterator operator+(difference_type n, IndexIterator it) { return it += n; }
+  friend IndexIterator operator-(IndexIterator it, difference_type n) { return it -= n; }
+  friend difference_type operator-(const IndexIterator& a, const IndexIterator& b) {
+    return static_cast<difference_type>(a.i_) - static_cast<difference_type>(b.i_);
+  }
+  friend bool operator==(const IndexIterator& a, const IndexIterator& b) { return a.i_ == b.i_; }
+  friend auto operator<=>(const IndexIterator& a, const IndexIterator& b) { return a.i_ <=> b.i_; }
+
+ private:
+  const Container* c_ = nullptr;
+  std::size_t i_ = 0;
+};
+}  // namespace packed_detail
+
 class PackedArray : public PackedValue {
  public:
-  class iterator {
-   public:
-    using iterator_category = std::random_access_iterator_tag;
-    using value_type = PackedValue;
-    using difference_type = std::ptrdiff_t;
-    using pointer = const PackedValue*;
-    using reference = const PackedValue&;
-    iterator() = default;
-    iterator(const PackedArray* a, std::size_t i) : a_(a), i_(i) {}
-    reference operator*() const { return (*a_)[i_]; }
-    pointer operator->() const { return &(*a_)[i_]; }
-    reference operator[](difference_type n) const { return (*a_)[i_ + n]; }
-    iterator& operator++() { return ++i_, *this; }
-    iterator operator++(int) {
-      auto t = *this;
-      ++i_;
-      return t;
-    }
-    iterator& operator--() { return --i_, *this; }
-    iterator operator--(int) {
-      auto t = *this;
-      --i_;
-      return t;
-    }
-    iterator& operator+=(difference_type n) { return i_ += n, *this; }
-    iterator& operator-=(difference_type n) { return i_ -= n, *this; }
-    friend iterator operator+(iterator it, difference_type n) { return it += n; }
-    friend iterator operator+(difference_type n, iterator it) { return it += n; }
-    friend iterator operator-(iterator it, difference_type n) { return it -= n; }
-    friend difference_type operator-(const iterator& a, const iterator& b) {
-      return static_cast<difference_type>(a.i_) - static_cast<difference_type>(b.i_);
-    }
-    friend bool operator==(const iterator& a, const iterator& b) { return a.i_ == b.i_; }
-    friend auto operator<=>(const iterator& a, const iterator& b) { return a.i_ <=> b.i_; }
-
-   private:
-    const PackedArray* a_ = nullptr;
-    std::size_t i_ = 0;
-  };
+  using iterator = packed_detail::IndexIterator<PackedArray, PackedValue>;
   using const_iterator = iterator;
 
   std::size_t size() const { return payload(); }
@@ -221,41 +230,7 @@ class PackedArray : public PackedValue {
 
 class PackedObject : public PackedValue {
  public:
-  class iterator {
-   public:
-    using iterator_category = std::random_access_iterator_tag;
-    using value_type = PackedMember;
-    using difference_type = std::ptrdiff_t;
-    using pointer = const PackedMember*;
-    using reference = const PackedMember&;
-    iterator() = default;
-    iterator(const PackedObject* o, std::size_t i) : o_(o), i_(i) {}
-    reference operator*() const { return o_->member(i_); }
-    pointer operator->() const { return &o_->member(i_); }
-    iterator& operator++() { return ++i_, *this; }
-    iterator operator++(int) {
-      auto t = *this;
-      ++i_;
-      return t;
-    }
-    iterator& operator--() { return --i_, *this; }
-    iterator operator--(int) {
-      auto t = *this;
-      --i_;
-      return t;
-    }
-    iterator& operator+=(difference_type n) { return i_ += n, *this; }
-    friend iterator operator+(iterator it, difference_type n) { return it += n; }
-    friend difference_type operator-(const iterator& a, const iterator& b) {
-      return static_cast<difference_type>(a.i_) - static_cast<difference_type>(b.i_);
-    }
-    friend bool operator==(const iterator& a, const iterator& b) { return a.i_ == b.i_; }
-    friend auto operator<=>(const iterator& a, const iterator& b) { return a.i_ <=> b.i_; }
-
-   private:
-    const PackedObject* o_ = nullptr;
-    std::size_t i_ = 0;
-  };
+  using iterator = packed_detail::IndexIterator<PackedObject, PackedMember>;
   using const_iterator = iterator;
 
   std::size_t size() const { return payload(); }
@@ -275,6 +250,10 @@ class PackedObject : public PackedValue {
   // std::out_of_range naming the key when absent.
   const PackedValue& at(std::string_view key) const;
 };
+
+// What the iterators of packed_detail::IndexIterator read.
+inline const PackedValue& element_of(const PackedArray& a, std::size_t i) { return a[i]; }
+inline const PackedMember& element_of(const PackedObject& o, std::size_t i) { return o.member(i); }
 
 inline const PackedObject* PackedValue::if_object() const {
   return is_object() ? static_cast<const PackedObject*>(this) : nullptr;
