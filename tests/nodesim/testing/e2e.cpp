@@ -203,6 +203,28 @@ std::string make_namespace(kube::Client& client, std::string_view prefix) {
       },
       std::chrono::seconds(60));
   if (!token) ADD_FAILURE() << "namespace " << name << ": " << token.error();
+  // The ServiceAccount admission plugin finds the token through the API server's own cache of
+  // Secrets, which may not have the new Secret yet when the ServiceAccount lists it: a pod made
+  // then is refused ("No API token found for service account \"default\", retry after the
+  // token is automatically created"). A dry-run pod passes the same admission without being
+  // stored; once it does, pods in the namespace can be made.
+  const json::value probe = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "admission-probe"}}},
+      {"spec", {{"containers", json::array{{{"name", "c"}, {"image", "probe"}}}}}}};
+  kube::WriteOptions dry;
+  dry.dry_run = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::string last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto admitted = client.create(kube::resources::kPods, name, probe, dry);
+    if (admitted) return name;
+    last = admitted.error().to_string();
+    if (last.find("No API token found") == std::string::npos) return name;  // not this race
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ADD_FAILURE() << "namespace " << name << ": pods still refused after 60 s: " << last;
   return name;
 }
 
