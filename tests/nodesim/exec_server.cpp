@@ -239,11 +239,14 @@ awaitable<void> wait_exit(std::shared_ptr<ExecState> s) {
   co_await s->pidfd.async_wait(asio::posix::descriptor_base::wait_read, redirect(ec));
   auto code = reap_exec(s->pid);
   if (!code) {  // cancelled (shutdown): make sure the helper goes
+    spdlog::warn("exec in {}: the wait for pid {} ended before it exited ({}); killing it",
+                 s->container_id, s->pid, ec ? ec.message() : std::string("no error"));
     ::kill(s->pid, SIGKILL);
     int status = 0;
     ::waitpid(s->pid, &status, 0);
     code = 137;
   }
+  spdlog::info("exec in {}: pid {} exited with {}", s->container_id, s->pid, *code);
   s->exit_code = *code;
   s->exited = true;
   s->wake.set();
@@ -446,7 +449,7 @@ awaitable<void> ExecServer::Impl::session(Tcp::socket socket) {
   if (proc->stdout_fd >= 0) s->output.assign(proc->stdout_fd);
   if (proc->stderr_fd >= 0) s->error_output.assign(proc->stderr_fd);
   if (proc->pty_fd >= 0) s->pty.assign(proc->pty_fd);
-  spdlog::debug("exec in {}: {} (pid {})", where->container_id, params->command[0], proc->pid);
+  spdlog::info("exec in {}: {} (pid {})", where->container_id, params->command[0], proc->pid);
 
   // As the kubelet: an empty frame on the lowest writable channel says "connected".
   std::uint8_t first = params->stdout || params->tty ? kStdoutChannel
