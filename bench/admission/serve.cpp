@@ -13,8 +13,14 @@
 //   kstack_bench_admission_serve --cert tls.crt --key tls.key [--port 0] [--threads 2]
 //                                [--handler allow|rules] [--appdefs DIR] [--apptypes 50]
 //                                [--stacks 200]
+//   kstack_bench_admission_serve --in-process REVIEW.json --path /validate|/mutate
+//                                [--repeat 20000] [--apptypes 50] [--stacks 200]
 //
 // Prints "listening on 127.0.0.1:PORT" once serving; stops on SIGINT/SIGTERM and prints stats.
+// --in-process serves no socket: it runs what a request costs above the transport (decode the
+// review, the handler, encode the answer) --repeat times, for the allow-all handler (the
+// reference, measured in the same run) and the rules, and prints CPU microseconds per request
+// of each and their difference: the rules' own cost, and a steady loop to profile them in.
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
@@ -29,10 +35,13 @@
 #include <vector>
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <time.h>
 
 #include "catalog/memory_catalog.h"
 #include "catalog/yaml.h"
+#include "validator/admission.h"
 #include "validator/rules/handler.h"
 #include "validator/server.h"
 
@@ -60,8 +69,36 @@ int usage(std::string_view why) {
   std::cerr << why
             << "\nusage: kstack_bench_admission_serve --cert FILE --key FILE [--port N] "
                "[--threads N] [--handler allow|rules] [--appdefs DIR] [--apptypes N] "
-               "[--stacks N]\n";
+               "[--stacks N]\n"
+               "       kstack_bench_admission_serve --in-process REVIEW.json --path "
+               "/validate|/mutate [--repeat N] [--apptypes N] [--stacks N]\n";
   return 2;
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// CPU microseconds per request of decode + handler + encode, as the server runs them per
+// request (validator/server.cpp). The answer must allow (a denial means the review does not
+// fit the catalog: nothing would be measured but the error path).
+double per_request_us(kstack::validator::AdmissionHandler& handler, const std::string& body,
+                      bool mutate, int repeat) {
+  std::size_t bytes = 0;
+  const double start = thread_cpu_seconds();
+  for (int i = 0; i < repeat; ++i) {
+    auto request = kstack::validator::decode_review(body);
+    if (!request) throw std::runtime_error("review: " + request.error().message);
+    const auto answer = mutate ? handler.mutate(*request) : handler.validate(*request);
+    if (!answer.allowed)
+      throw std::runtime_error("the handler denied the review: " + answer.message);
+    bytes += kstack::validator::encode_review(*request, answer).size();
+  }
+  const double us = (thread_cpu_seconds() - start) * 1e6 / repeat;
+  if (bytes == 0) throw std::runtime_error("no answer encoded");
+  return us;
 }
 
 json::value read_yaml(const std::filesystem::path& file) {
@@ -178,10 +215,19 @@ int main(int argc, char** argv) {
   std::filesystem::path appdefs = std::filesystem::path(KSTACK_SOURCE_DIR) / "appdefs";
   int apptypes = 50;
   int stacks = 200;
+  std::filesystem::path in_process;
+  std::string path;
+  int repeat = 20000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
     const char* value = argv[i + 1];
-    if (flag == "--cert") {
+    if (flag == "--in-process") {
+      in_process = value;
+    } else if (flag == "--path") {
+      path = value;
+    } else if (flag == "--repeat") {
+      repeat = std::max(1, std::atoi(value));
+    } else if (flag == "--cert") {
       files.cert_file = value;
     } else if (flag == "--key") {
       files.key_file = value;
@@ -202,6 +248,34 @@ int main(int argc, char** argv) {
     }
   }
   if (argc % 2 == 0) return usage("every flag takes a value");
+  if (!in_process.empty()) {
+    if (path != "/validate" && path != "/mutate") return usage("--path is /validate or /mutate");
+    spdlog::set_level(spdlog::level::warn);
+    try {
+      std::ifstream in(in_process, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      const std::string body = text.str();
+      if (body.empty()) return usage("cannot read " + in_process.string());
+      kstack::catalog::MemoryCatalog memory;
+      fill_catalog(memory, appdefs, apptypes, stacks);
+      kstack::validator::RulesHandler rules(memory.catalog());
+      AllowAll allow_all;
+      const bool mutate = path == "/mutate";
+      per_request_us(rules, body, mutate, std::max(1, repeat / 10));  // warm-up
+      const double allow_us = per_request_us(allow_all, body, mutate, repeat);
+      const double rules_us = per_request_us(rules, body, mutate, repeat);
+      std::cout << fmt::format(
+          "{} {}: allow {:.2f} us, rules {:.2f} us CPU per request ({} requests each); the "
+          "rules' own cost {:.2f} us, {:.2f}x the allow-all path\n",
+          in_process.filename().string(), path, allow_us, rules_us, repeat, rules_us - allow_us,
+          rules_us / allow_us);
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << "\n";
+      return 1;
+    }
+    return 0;
+  }
   if (files.cert_file.empty() || files.key_file.empty())
     return usage("--cert and --key are required");
   if (handler_name != "allow" && handler_name != "rules")
