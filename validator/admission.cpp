@@ -68,17 +68,18 @@ std::string_view type_name(const json::value& v) {
   return "unknown";
 }
 
-// The DOM of one review lives in one arena (a monotonic resource shared by the values that
-// use it, freed with the last of them): a Stack review is hundreds of small allocations.
+// The DOM of one review lives in one arena (a monotonic resource, freed at once with the
+// request): a Stack review is hundreds of small allocations. The values do not own the arena:
+// with a shared (reference-counted) resource every value built, copied or destroyed would
+// count references atomically, and destroying the DOM would visit every value.
 // Numbers are parsed exactly (kube/json_parser.h), so that a patch quoting one gives the API
 // server the number it sent, and one beyond double's range is refused: it would be echoed as
 // `Infinity`, which is not JSON, and the API server's Go encoder never writes one.
-kube::Result<json::value> parse(std::string_view body) {
+kube::Result<json::value> parse(std::string_view body, json::monotonic_resource& arena) {
   json::parse_options opts;
   opts.max_depth = kMaxJsonDepth;
   kube::JsonStreamParser p(opts);
-  p.reset(json::make_shared_resource<json::monotonic_resource>(
-      std::clamp(body.size() * 2, kMinArenaBytes, kMaxInitialArenaBytes)));
+  p.reset(json::storage_ptr(&arena));
   boost::system::error_code ec;
   const std::size_t used = p.write_some(body, ec);
   if (ec == kube::number_out_of_range()) {
@@ -263,7 +264,9 @@ std::string base64(std::string_view in) {
 }  // namespace
 
 kube::Result<AdmissionRequest> decode_review(std::string_view body) {
-  auto parsed = parse(body);
+  auto arena = std::make_shared<json::monotonic_resource>(
+      std::clamp(body.size() * 2, kMinArenaBytes, kMaxInitialArenaBytes));
+  auto parsed = parse(body, *arena);
   if (!parsed) return tl::unexpected(parsed.error());
   if (!parsed->is_object()) {
     return bad_request("body is " + std::string(type_name(*parsed)) + ", not an object");
@@ -284,7 +287,9 @@ kube::Result<AdmissionRequest> decode_review(std::string_view body) {
   if (!r.object("request")) {
     return bad_request(r.ok() ? std::string("missing request") : r.error());
   }
-  return decode_request(review.at("request").get_object(), api_version);
+  auto request = decode_request(review.at("request").get_object(), api_version);
+  if (request) request->arena = std::move(arena);
+  return request;
 }
 
 std::string encode_review(const AdmissionRequest& request, const AdmissionResponse& response) {

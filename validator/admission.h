@@ -3,12 +3,14 @@
 // (admission.k8s.io/v1 and v1beta1) is decoded and encoded in admission.cpp.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <boost/json/array.hpp>
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/value.hpp>
 
 #include "kube/error.h"
@@ -29,6 +31,9 @@ struct AdmissionRequest {
   std::string username;  // request.userInfo.username
   std::vector<std::string> groups;
   bool dry_run = false;
+  // The memory of `object` and `old_object` when decode_review made them (null otherwise);
+  // declared first so that it outlives them. Copies of the request share it.
+  std::shared_ptr<boost::json::monotonic_resource> arena;
   boost::json::value object;      // null when absent (DELETE)
   boost::json::value old_object;  // null when absent (CREATE)
 };
@@ -56,8 +61,10 @@ class AdmissionHandler {
 
 // Decodes an AdmissionReview body. Errors (kind kBadRequest) say what is wrong and where:
 // not JSON, wrong apiVersion/kind, missing `request`, missing `request.uid`, ...
-// `object` and `old_object` share one memory arena, released with the last value using it
-// (copies of them keep it alive: do not keep such copies in long-lived caches).
+// `object` and `old_object` live in the request's `arena`, which their values do not own
+// (no reference count per value, nothing to free one by one): a copy of either made with
+// the copy constructor uses the same arena and must not outlive the request; copy into
+// another storage (`json::value(v, json::storage_ptr())`) to keep one.
 kube::Result<AdmissionRequest> decode_review(std::string_view body);
 
 // Encodes the AdmissionReview answer for `request` (same apiVersion, echoed uid).
