@@ -121,7 +121,7 @@ json::value Decoder::int_or_string(const json::object& parent, std::string_view 
                                    std::string_view path) {
   const auto* v = present(parent, key);
   if (v == nullptr) return nullptr;
-  if (v->is_string()) return *v;
+  if (v->is_string()) return json::value(v->get_string(), json::storage_ptr());
   if (v->is_number()) {
     if (auto i = integer(parent, key, path)) return *i;
     return nullptr;
@@ -204,7 +204,9 @@ json::value Decoder::opaque(const json::object& parent, std::string_view key, st
           fmt::format("must be {}, not {}", kind_name(expected), kind_name(v->kind())));
     return nullptr;
   }
-  return *v;
+  // Into the default storage, which the model's members use: a copy in `v`'s storage (what
+  // `return *v` makes) would be copied a second time when assigned to one.
+  return json::value(*v, json::storage_ptr());
 }
 
 void check_kind(const json::object& object, std::string_view kind, Decoder& d) {

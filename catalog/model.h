@@ -239,6 +239,9 @@ struct AppType {
   ObjectMeta metadata;
   AppTypeSpec spec;
   boost::json::value raw;  // the object as received: serialisation keeps unknown fields
+  // Instead of `raw`, when decoded with DecodeSource::kBorrow (catalog/parse.h): the object
+  // decoded, which the caller keeps alive as long as this value and its copies.
+  const boost::json::value* borrowed = nullptr;
 };
 
 // ---- Stack ----
@@ -425,7 +428,8 @@ struct Stack {
   ObjectMeta metadata;
   StackSpec spec;
   std::optional<StackStatus> status;
-  boost::json::value raw;
+  boost::json::value raw;                        // the object as received (see AppType::raw)
+  const boost::json::value* borrowed = nullptr;  // see AppType::borrowed
 };
 
 // ---- KStackConfig ----

@@ -21,13 +21,12 @@ namespace kstack::catalog {
 
 AppType decode_apptype(const boost::json::value& object, FieldErrors& errors);
 Stack decode_stack(const boost::json::value& object, FieldErrors& errors);
-// The same with `raw` copied into `raw_storage`: the admission webhook passes the request's
-// arena (allocation without malloc, freed with the request). Never a store's object's
-// storage, should that be an arena: a copy would grow it for as long as the object lives.
-AppType decode_apptype(const boost::json::value& object, FieldErrors& errors,
-                       boost::json::storage_ptr raw_storage);
-Stack decode_stack(const boost::json::value& object, FieldErrors& errors,
-                   boost::json::storage_ptr raw_storage);
+// kCopy keeps a copy of the object in `raw`; kBorrow only points `borrowed` at it, for a
+// caller that keeps the object alive as long as the result and its copies (the admission
+// webhook: the request's), saving a copy of every object decoded. to_json reads either.
+enum class DecodeSource { kCopy, kBorrow };
+AppType decode_apptype(const boost::json::value& object, FieldErrors& errors, DecodeSource source);
+Stack decode_stack(const boost::json::value& object, FieldErrors& errors, DecodeSource source);
 KStackConfig decode_kstack_config(const boost::json::value& object, FieldErrors& errors);
 // `status` is the value of the object's status field; errors are reported under `path`.
 StackStatus decode_stack_status(const boost::json::value& status, FieldErrors& errors,
@@ -44,8 +43,12 @@ kube::Result<KStackConfig> parse_kstack_config_yaml(std::string_view yaml);
 
 // Serialisation. Spec-carrying kinds give back the object they were decoded from (unknown
 // fields included); the status is built from the model, as the operator owns all of it.
-inline const boost::json::value& to_json(const AppType& a) { return a.raw; }
-inline const boost::json::value& to_json(const Stack& s) { return s.raw; }
+inline const boost::json::value& to_json(const AppType& a) {
+  return a.borrowed != nullptr ? *a.borrowed : a.raw;
+}
+inline const boost::json::value& to_json(const Stack& s) {
+  return s.borrowed != nullptr ? *s.borrowed : s.raw;
+}
 inline const boost::json::value& to_json(const KStackConfig& c) { return c.raw; }
 boost::json::value to_json(const StackStatus& status);
 

@@ -147,15 +147,16 @@ std::vector<T> decode_list(const json::object& spec, std::string_view key, Decod
 }  // namespace
 
 AppType decode_apptype(const json::value& object, FieldErrors& errors) {
-  return decode_apptype(object, errors, json::storage_ptr());
+  return decode_apptype(object, errors, DecodeSource::kCopy);
 }
 
-AppType decode_apptype(const json::value& object, FieldErrors& errors,
-                       json::storage_ptr raw_storage) {
+AppType decode_apptype(const json::value& object, FieldErrors& errors, DecodeSource source) {
   AppType a;
-  // Constructed in place: assigning would copy it again into a.raw's (default) storage.
-  std::destroy_at(&a.raw);
-  std::construct_at(&a.raw, object, std::move(raw_storage));
+  if (source == DecodeSource::kBorrow) {
+    a.borrowed = &object;
+  } else {
+    a.raw = object;
+  }
   Decoder d(errors);
   const auto* o = object.if_object();
   if (o == nullptr) {

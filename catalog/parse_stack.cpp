@@ -1,6 +1,4 @@
 // Decoding of Stack objects (docs/spec.md §2.2 spec) and of KStackConfig (§2.3).
-#include <memory>
-
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
@@ -64,14 +62,16 @@ StackRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
 }  // namespace
 
 Stack decode_stack(const json::value& object, FieldErrors& errors) {
-  return decode_stack(object, errors, json::storage_ptr());
+  return decode_stack(object, errors, DecodeSource::kCopy);
 }
 
-Stack decode_stack(const json::value& object, FieldErrors& errors, json::storage_ptr raw_storage) {
+Stack decode_stack(const json::value& object, FieldErrors& errors, DecodeSource source) {
   Stack s;
-  // Constructed in place: assigning would copy it again into s.raw's (default) storage.
-  std::destroy_at(&s.raw);
-  std::construct_at(&s.raw, object, std::move(raw_storage));
+  if (source == DecodeSource::kBorrow) {
+    s.borrowed = &object;
+  } else {
+    s.raw = object;
+  }
   Decoder d(errors);
   const auto* o = object.if_object();
   if (o == nullptr) {

@@ -13,6 +13,7 @@
 #include "catalog/defaults.h"
 #include "catalog/parse.h"
 #include "catalog/quantity.h"
+#include "kube/json_equal.h"
 
 namespace kstack::validator {
 namespace json = boost::json;
@@ -356,9 +357,9 @@ Violations validate_apptype(const catalog::AppType& app) {
   if (s.config_schema_version && *s.config_schema_version < 1) {
     out.push_back({"spec.configSchemaVersion", "must be greater than or equal to 1"});
   }
-  if (s.roles.empty() && app.raw.is_object()) {
+  if (s.roles.empty() && catalog::to_json(app).is_object()) {
     // Present but empty (absent is the decoder's "is required").
-    const auto* spec = app.raw.get_object().if_contains("spec");
+    const auto* spec = catalog::to_json(app).get_object().if_contains("spec");
     const auto* roles =
         spec && spec->is_object() ? spec->get_object().if_contains("roles") : nullptr;
     if (roles && roles->is_array()) out.push_back({"spec.roles", "must have at least one role"});
@@ -388,7 +389,7 @@ Violations validate_apptype(const catalog::AppType& app) {
 Violations validate_apptype_object(const json::value& object) {
   Violations out;
   // raw in the object's own storage (the request's arena in the webhook)
-  auto app = catalog::decode_apptype(object, out, object.storage());
+  auto app = catalog::decode_apptype(object, out, catalog::DecodeSource::kBorrow);
   auto more = validate_apptype(app);
   out.insert(out.end(), more.begin(), more.end());
   return out;
@@ -440,7 +441,7 @@ Violations validate_apptype_in_use(const json::value& old_object, const json::va
   for (const auto& k : keys) {
     const auto* a = old_spec.if_contains(k);
     const auto* b = new_spec.if_contains(k);
-    if ((a == nullptr) != (b == nullptr) || (a && *a != *b)) {
+    if ((a == nullptr) != (b == nullptr) || (a && !kube::json_equal(*a, *b))) {
       out.push_back({child_path("spec", k),
                      fmt::format("cannot be changed while the AppType is used by {}", by)});
     }

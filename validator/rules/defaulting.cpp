@@ -4,6 +4,7 @@
 
 #include "catalog/defaults.h"
 #include "catalog/model.h"
+#include "catalog/parse.h"
 
 namespace kstack::validator {
 namespace json = boost::json;
@@ -120,7 +121,7 @@ std::string json_pointer_escape(std::string_view segment) {
 json::array default_stack(const catalog::Stack& stack, const catalog::Stack* old_stack,
                           const catalog::Catalog& catalog, bool add_finalizer) {
   json::array patch;
-  const auto* root = stack.raw.if_object();
+  const auto* root = catalog::to_json(stack).if_object();
   const auto* spec_v = root ? root->if_contains("spec") : nullptr;
   const auto* spec = spec_v ? spec_v->if_object() : nullptr;
   if (spec == nullptr) return patch;

@@ -8,6 +8,7 @@
 
 #include "catalog/model.h"
 #include "catalog/parse.h"
+#include "kube/json_equal.h"
 #include "validator/rules/apptype_rules.h"
 #include "validator/rules/config_rules.h"
 #include "validator/rules/defaulting.h"
@@ -28,7 +29,7 @@ bool spec_unchanged(const AdmissionRequest& r) {
   const auto* a = spec_of(r.old_object);
   const auto* b = spec_of(r.object);
   if (a == nullptr || b == nullptr) return a == b;
-  return *a == *b;
+  return kube::json_equal(*a, *b);
 }
 
 // metadata.<key> of the stored object (DELETE) or the new one.
@@ -111,7 +112,7 @@ Violations RulesHandler::validate_stack_request(const AdmissionRequest& r,
   append(out, validate_stack(stack, catalog_));
   if (r.operation == "CREATE") return out;
   Violations ignored;  // the stored object was admitted; its shape is not this request's fault
-  auto old_stack = catalog::decode_stack(r.old_object, ignored, r.old_object.storage());
+  auto old_stack = catalog::decode_stack(r.old_object, ignored, catalog::DecodeSource::kBorrow);
   // The current app is looked up where the Stack lives (a hand-made review may name the
   // namespace only on the request, which evaluate() copied into the new object alone).
   if (old_stack.metadata.namespace_name.empty()) {
@@ -152,7 +153,7 @@ Verdict RulesHandler::evaluate(const AdmissionRequest& request) const {
     Violations decode_errors;
     std::optional<catalog::Stack> decoded;
     if (stack && op != "DELETE") {
-      decoded = catalog::decode_stack(r.object, decode_errors, r.object.storage());
+      decoded = catalog::decode_stack(r.object, decode_errors, catalog::DecodeSource::kBorrow);
     }
     if (apptype) {
       v.invalid = validate_apptype_request(r);
@@ -192,12 +193,12 @@ AdmissionResponse RulesHandler::do_mutate(const AdmissionRequest& r) const {
     return response;
   }
   Violations ignored;  // shape problems are reported by validate(), which runs afterwards
-  auto stack = catalog::decode_stack(r.object, ignored, r.object.storage());
+  auto stack = catalog::decode_stack(r.object, ignored, catalog::DecodeSource::kBorrow);
   if (stack.metadata.deleting) return response;  // no new defaults on the way out
   if (stack.metadata.namespace_name.empty()) stack.metadata.namespace_name = r.namespace_name;
   std::optional<catalog::Stack> old_stack;
   if (r.operation == "UPDATE") {
-    old_stack = catalog::decode_stack(r.old_object, ignored, r.old_object.storage());
+    old_stack = catalog::decode_stack(r.old_object, ignored, catalog::DecodeSource::kBorrow);
   }
   const bool finalize = options_.finalizer_namespace.empty() ||
                         options_.finalizer_namespace == stack.metadata.namespace_name;

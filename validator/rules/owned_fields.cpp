@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "catalog/model.h"
+#include "kube/json_equal.h"
 
 namespace kstack::validator {
 namespace json = boost::json;
@@ -45,7 +46,7 @@ void check_owned_keys(const json::value* old_object, const json::value* new_obje
   for (const auto& k : keys) {
     const auto* a = bo ? bo->if_contains(k) : nullptr;
     const auto* b = ao ? ao->if_contains(k) : nullptr;
-    if (a && b && *a == *b) continue;
+    if (a && b && kube::json_equal(*a, *b)) continue;
     std::string_view verb = a == nullptr ? "added" : (b == nullptr ? "removed" : "changed");
     out.push_back({fmt::format("metadata.{}[{}]", map, k),
                    fmt::format("may only be {} by the operator ({})", verb, operator_name)});
@@ -71,8 +72,9 @@ Violations check_owned_fields(const OwnedFieldsInput& in) {
   if (in.operation == "UPDATE") {
     const auto* before = field(old_object, "status");
     const auto* after = field(new_object, "status");
-    bool same = (before == nullptr || before->is_null()) ? (after == nullptr || after->is_null())
-                                                         : (after != nullptr && *before == *after);
+    bool same = (before == nullptr || before->is_null())
+                    ? (after == nullptr || after->is_null())
+                    : (after != nullptr && kube::json_equal(*before, *after));
     if (!same)
       out.push_back({"status", fmt::format("may only be written by the operator ({})", op)});
   }

@@ -1,6 +1,8 @@
 #include "validator/rules/stack_rules.h"
 
 #include <set>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -41,23 +43,48 @@ void check_enum(const std::optional<std::string>& value, const std::string& path
       {path, fmt::format("unsupported value \"{}\": supported values: {}", *value, list)});
 }
 
+// The parsed quantities of a ResourceList, in its (sorted) order. Lists are a few entries
+// long: a vector searched in turn, and paths built only for a message.
+using ParsedQuantities = std::vector<std::pair<std::string_view, Quantity>>;
+
+ParsedQuantities parse_quantities(const catalog::StringMap& list, const std::string& path,
+                                  Violations& out) {
+  ParsedQuantities parsed;
+  parsed.reserve(list.size());
+  for (const auto& [name, text] : list) {
+    auto q = Quantity::parse(text);
+    if (!q) {
+      out.push_back({key_path(path, name), q.error().message});
+      continue;
+    }
+    parsed.emplace_back(name, std::move(*q));
+  }
+  return parsed;
+}
+
+const Quantity* find_quantity(const ParsedQuantities& parsed, std::string_view name) {
+  for (const auto& [n, q] : parsed) {
+    if (n == name) return &q;
+  }
+  return nullptr;
+}
+
 void check_resources(const catalog::StackRole& role, const catalog::AppRole* app_role,
                      const std::string& p, Violations& out) {
-  std::string req_path = child_path(p, "resources.requests");
-  std::string lim_path = child_path(p, "resources.limits");
-  std::map<std::string, Quantity> requests, limits;
-  for (const auto& [name, text] : role.resources.requests) {
-    if (auto q = quantity_at(text, key_path(req_path, name), out)) requests.emplace(name, *q);
+  if (role.resources.requests.empty() && role.resources.limits.empty() &&
+      (app_role == nullptr || app_role->min_resources.empty())) {
+    return;
   }
-  for (const auto& [name, text] : role.resources.limits) {
-    if (auto q = quantity_at(text, key_path(lim_path, name), out)) limits.emplace(name, *q);
-  }
+  const std::string req_path = child_path(p, "resources.requests");
+  const auto requests = parse_quantities(role.resources.requests, req_path, out);
+  const auto limits =
+      parse_quantities(role.resources.limits, child_path(p, "resources.limits"), out);
   for (const auto& [name, req] : requests) {
-    auto lim = limits.find(name);
-    if (lim != limits.end() && req > lim->second) {
+    const auto* lim = find_quantity(limits, name);
+    if (lim != nullptr && req > *lim) {
       out.push_back(
           {key_path(req_path, name),
-           fmt::format("must be less than or equal to {} limit of {}", name, lim->second.text())});
+           fmt::format("must be less than or equal to {} limit of {}", name, lim->text())});
     }
   }
   if (app_role == nullptr) return;
@@ -65,12 +92,8 @@ void check_resources(const catalog::StackRole& role, const catalog::AppRole* app
     auto min = Quantity::parse(min_text);
     if (!min || min->sign() <= 0) continue;  // a bad minimum is the AppType's problem
     // A container without a request gets its limit as request (Kubernetes defaulting).
-    const Quantity* have = nullptr;
-    if (auto it = requests.find(name); it != requests.end()) {
-      have = &it->second;
-    } else if (auto lit = limits.find(name); lit != limits.end()) {
-      have = &lit->second;
-    }
+    const Quantity* have = find_quantity(requests, name);
+    if (have == nullptr) have = find_quantity(limits, name);
     bool unparsed = role.resources.requests.count(name) || role.resources.limits.count(name);
     if (have == nullptr && !unparsed) {
       out.push_back({key_path(req_path, name),
@@ -130,14 +153,23 @@ void check_storage(const catalog::StackRole& role, const catalog::AppRole* app_r
   }
 }
 
+// Empty maps (most of them) are skipped before their paths are built.
 void check_maps(const catalog::StackRole& role, const std::string& p, Violations& out) {
-  validate_labels(role.pod_labels, child_path(p, "podLabels"), out);
-  validate_no_reserved_keys(role.pod_labels, child_path(p, "podLabels"), out);
-  validate_labels(role.service_labels, child_path(p, "serviceLabels"), out);
-  validate_no_reserved_keys(role.service_labels, child_path(p, "serviceLabels"), out);
-  validate_labels(role.node_selector, child_path(p, "nodeSelector"), out);
-  validate_annotations(role.pod_annotations, child_path(p, "podAnnotations"), out);
-  validate_annotations(role.service_annotations, child_path(p, "serviceAnnotations"), out);
+  const auto labels = [&](const catalog::StringMap& map, std::string_view field, bool reserved) {
+    if (map.empty()) return;
+    const std::string path = child_path(p, field);
+    validate_labels(map, path, out);
+    if (reserved) validate_no_reserved_keys(map, path, out);
+  };
+  labels(role.pod_labels, "podLabels", true);
+  labels(role.service_labels, "serviceLabels", true);
+  labels(role.node_selector, "nodeSelector", false);
+  if (!role.pod_annotations.empty()) {
+    validate_annotations(role.pod_annotations, child_path(p, "podAnnotations"), out);
+  }
+  if (!role.service_annotations.empty()) {
+    validate_annotations(role.service_annotations, child_path(p, "serviceAnnotations"), out);
+  }
 }
 
 // Kubernetes' IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]*

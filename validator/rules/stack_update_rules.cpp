@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "catalog/defaults.h"
+#include "catalog/parse.h"
+#include "kube/json_equal.h"
 #include "validator/rules/defaulting.h"
 #include "validator/rules/stack_rules.h"
 
@@ -43,7 +45,7 @@ bool same_value(const json::object& before, const json::object& after, std::stri
   const auto* a = before.if_contains(key);
   const auto* b = after.if_contains(key);
   if (a == nullptr || a->is_null()) return b == nullptr || b->is_null();
-  return b != nullptr && *a == *b;
+  return b != nullptr && kube::json_equal(*a, *b);
 }
 
 // Once set, a value may not change; a missing new value counts as unchanged (the defaulting
@@ -145,8 +147,8 @@ void check_running_roles(const catalog::Stack& old_stack, const catalog::Stack& 
     const auto& id = new_stack.spec.roles[i].id;
     const catalog::StackRole* old_role = catalog::find_role(old_stack, id);
     if (id.empty() || old_role == nullptr || old_role->members.value_or(0) <= 0) continue;
-    const auto* before = raw_role(old_stack.raw, id);
-    const auto* after = raw_role(new_stack.raw, id);
+    const auto* before = raw_role(catalog::to_json(old_stack), id);
+    const auto* after = raw_role(catalog::to_json(new_stack), id);
     if (before == nullptr || after == nullptr || same_value(*before, *after, "storage")) continue;
     out.push_back({child_path(index_path("spec.roles", i), "storage"),
                    fmt::format("cannot change while role \"{}\" has members: the size and class "
@@ -200,7 +202,7 @@ std::string first_difference(const json::value* before, const json::value* after
     }
     return ba->size() == aa->size() ? std::string() : index_path(path, common);
   }
-  return *before == *after ? std::string() : path;
+  return kube::json_equal(*before, *after) ? std::string() : path;
 }
 
 // spec without `stopped` (null when there is no spec object).
@@ -267,9 +269,9 @@ void check_stopped(const catalog::Stack& old_stack, const catalog::Stack& new_st
   const bool was = old_stack.spec.stopped;
   const bool is = new_stack.spec.stopped;
   if (!was && !is) return;
-  json::value before = spec_but_stopped(old_stack.raw);
+  json::value before = spec_but_stopped(catalog::to_json(old_stack));
   if (!before.is_null()) add_defaults(before, default_stack(old_stack, &old_stack, catalog));
-  json::value after = spec_but_stopped(new_stack.raw);
+  json::value after = spec_but_stopped(catalog::to_json(new_stack));
   std::string path = first_difference(&before, &after, "spec");
   if (path.empty()) return;
   if (was && is) {

@@ -225,18 +225,30 @@ TEST(Catalog, DecodedConfigFollowsTheStore) {
   EXPECT_FALSE(c.config().has_value());
 }
 
-TEST(Catalog, DecodeStackCopiesRawIntoTheGivenStorage) {
+TEST(Catalog, DecodeStackCopiesOrBorrowsTheObject) {
   const json::value object = stack("team-a", "s", "db", "local");
-  auto arena = json::make_shared_resource<json::monotonic_resource>();
   FieldErrors errors;
-  Stack s = decode_stack(object, errors, arena);
+  Stack borrowed = decode_stack(object, errors, DecodeSource::kBorrow);
   EXPECT_TRUE(errors.empty());
-  EXPECT_EQ(s.raw, object);
-  EXPECT_EQ(s.raw.storage().get(), arena.get());
-  EXPECT_EQ(s.spec.app, "db");
-  Stack plain = decode_stack(object, errors);
-  EXPECT_EQ(plain.raw, object);
-  EXPECT_EQ(plain.raw.storage().get(), json::storage_ptr().get());  // the default resource
+  EXPECT_EQ(borrowed.borrowed, &object);
+  EXPECT_TRUE(borrowed.raw.is_null()) << "a borrowing decode copied the object";
+  EXPECT_EQ(&to_json(borrowed), &object);
+  EXPECT_EQ(borrowed.spec.app, "db");
+  EXPECT_EQ(borrowed.spec.app_catalog, "local");
+  EXPECT_EQ(borrowed.metadata.namespace_name, "team-a");
+  Stack copied = decode_stack(object, errors);
+  EXPECT_EQ(copied.borrowed, nullptr);
+  EXPECT_EQ(copied.raw, object);
+  EXPECT_NE(&to_json(copied), &object);
+  EXPECT_EQ(to_json(copied), object);
+  EXPECT_EQ(copied.raw.storage().get(), json::storage_ptr().get());  // the default resource
+
+  const json::value app = apptype("team-a", "db", "1.0");
+  AppType app_borrowed = decode_apptype(app, errors, DecodeSource::kBorrow);
+  EXPECT_EQ(&to_json(app_borrowed), &app);
+  EXPECT_TRUE(app_borrowed.raw.is_null());
+  EXPECT_EQ(decode_apptype(app, errors).raw, app);
+  EXPECT_TRUE(errors.empty());
 }
 
 }  // namespace
