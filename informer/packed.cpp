@@ -1,7 +1,10 @@
 #include "informer/packed.h"
 
+#include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/json.hpp>
@@ -13,8 +16,290 @@ namespace {
 
 using packed_detail::word;
 
+// The interned member keys: field names that recur in the objects kstack caches (ConfigMaps,
+// Stacks, StatefulSets, Pods, Services, PersistentVolumeClaims, Events, Leases), managedFields
+// aside (the reflector drops them). An id is an index here; the table only grows at its end.
+constexpr std::string_view kInternedKeys[] = {
+    // every object
+    "apiVersion",
+    "kind",
+    "metadata",
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "controller",
+    "blockOwnerDeletion",
+    "finalizers",
+    "generateName",
+    "spec",
+    "status",
+    "data",
+    "binaryData",
+    "type",
+    "value",
+    "key",
+    // selectors, templates, conditions
+    "selector",
+    "matchLabels",
+    "matchExpressions",
+    "operator",
+    "values",
+    "template",
+    "conditions",
+    "lastTransitionTime",
+    "lastProbeTime",
+    "lastUpdateTime",
+    "lastHeartbeatTime",
+    "reason",
+    "message",
+    "observedGeneration",
+    "state",
+    // pod spec
+    "containers",
+    "initContainers",
+    "image",
+    "imagePullPolicy",
+    "command",
+    "args",
+    "workingDir",
+    "ports",
+    "containerPort",
+    "hostPort",
+    "protocol",
+    "env",
+    "envFrom",
+    "valueFrom",
+    "fieldRef",
+    "fieldPath",
+    "resourceFieldRef",
+    "configMapKeyRef",
+    "secretKeyRef",
+    "resources",
+    "requests",
+    "limits",
+    "cpu",
+    "memory",
+    "storage",
+    "volumeMounts",
+    "mountPath",
+    "subPath",
+    "readOnly",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "restartPolicy",
+    "terminationGracePeriodSeconds",
+    "activeDeadlineSeconds",
+    "dnsPolicy",
+    "dnsConfig",
+    "serviceAccountName",
+    "serviceAccount",
+    "automountServiceAccountToken",
+    "nodeName",
+    "nodeSelector",
+    "securityContext",
+    "runAsUser",
+    "runAsGroup",
+    "runAsNonRoot",
+    "fsGroup",
+    "schedulerName",
+    "tolerations",
+    "effect",
+    "tolerationSeconds",
+    "priority",
+    "priorityClassName",
+    "enableServiceLinks",
+    "preemptionPolicy",
+    "hostname",
+    "subdomain",
+    "affinity",
+    "nodeAffinity",
+    "podAffinity",
+    "podAntiAffinity",
+    "topologyKey",
+    "weight",
+    "podAffinityTerm",
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    "preferredDuringSchedulingIgnoredDuringExecution",
+    "volumes",
+    "persistentVolumeClaim",
+    "claimName",
+    "emptyDir",
+    "medium",
+    "sizeLimit",
+    "configMap",
+    "secret",
+    "secretName",
+    "defaultMode",
+    "items",
+    "path",
+    "projected",
+    "sources",
+    "serviceAccountToken",
+    "expirationSeconds",
+    "downwardAPI",
+    "hostPath",
+    "readinessProbe",
+    "livenessProbe",
+    "startupProbe",
+    "exec",
+    "httpGet",
+    "tcpSocket",
+    "port",
+    "host",
+    "scheme",
+    "httpHeaders",
+    "periodSeconds",
+    "timeoutSeconds",
+    "successThreshold",
+    "failureThreshold",
+    "initialDelaySeconds",
+    "lifecycle",
+    "preStop",
+    "postStart",
+    "stdin",
+    "tty",
+    "shareProcessNamespace",
+    "readinessGates",
+    "conditionType",
+    "overhead",
+    "runtimeClassName",
+    // pod status
+    "phase",
+    "hostIP",
+    "podIP",
+    "podIPs",
+    "ip",
+    "startTime",
+    "containerStatuses",
+    "initContainerStatuses",
+    "running",
+    "startedAt",
+    "terminated",
+    "exitCode",
+    "signal",
+    "finishedAt",
+    "containerID",
+    "waiting",
+    "lastState",
+    "ready",
+    "restartCount",
+    "imageID",
+    "started",
+    "qosClass",
+    "nominatedNodeName",
+    // workloads
+    "replicas",
+    "serviceName",
+    "podManagementPolicy",
+    "updateStrategy",
+    "rollingUpdate",
+    "partition",
+    "maxUnavailable",
+    "maxSurge",
+    "revisionHistoryLimit",
+    "volumeClaimTemplates",
+    "persistentVolumeClaimRetentionPolicy",
+    "whenDeleted",
+    "whenScaled",
+    "minReadySeconds",
+    "currentReplicas",
+    "updatedReplicas",
+    "readyReplicas",
+    "availableReplicas",
+    "currentRevision",
+    "updateRevision",
+    "collisionCount",
+    // services and claims
+    "clusterIP",
+    "clusterIPs",
+    "ipFamilies",
+    "ipFamilyPolicy",
+    "sessionAffinity",
+    "targetPort",
+    "nodePort",
+    "publishNotReadyAddresses",
+    "loadBalancer",
+    "externalTrafficPolicy",
+    "internalTrafficPolicy",
+    "externalName",
+    "accessModes",
+    "storageClassName",
+    "volumeMode",
+    "volumeName",
+    "capacity",
+    "dataSource",
+    // events and leases
+    "involvedObject",
+    "source",
+    "component",
+    "count",
+    "firstTimestamp",
+    "lastTimestamp",
+    "eventTime",
+    "reportingComponent",
+    "reportingInstance",
+    "holderIdentity",
+    "leaseDurationSeconds",
+    "acquireTime",
+    "renewTime",
+    "leaseTransitions",
+    // kstack's Stacks and AppTypes
+    "app",
+    "appCatalog",
+    "serviceType",
+    "namingScheme",
+    "paused",
+    "stopped",
+    "roles",
+    "id",
+    "members",
+    "clusterService",
+    "templateRevision",
+    "pod",
+    "service",
+    "pvc",
+    "node",
+    "role",
+    "updatedMembers",
+    "memberRecovery",
+    "podLabels",
+    "podAnnotations",
+    "serviceLabels",
+    "serviceAnnotations",
+    "configPackage",
+    "packageURL",
+    "sha256",
+    "endpoint",
+    "services",
+};
+
+std::optional<std::uint32_t> intern_id(std::string_view key) {
+  // Never destroyed: a reflector thread may still pack while the program exits.
+  static const auto* const ids = [] {
+    auto* m = new std::unordered_map<std::string_view, std::uint32_t>();
+    for (std::size_t i = 0; i < std::size(kInternedKeys); ++i) {
+      m->emplace(kInternedKeys[i], static_cast<std::uint32_t>(i));
+    }
+    return m;
+  }();
+  const auto it = ids->find(key);
+  if (it == ids->end()) return std::nullopt;
+  return it->second;
+}
+
 constexpr std::size_t align4(std::size_t n) { return (n + 3) & ~std::size_t{3}; }
 constexpr std::size_t string_node_size(std::size_t length) { return align4(4 + length + 1); }
+std::size_t key_node_size(std::string_view key) {
+  return intern_id(key) ? 4 : string_node_size(key.size());
+}
 
 [[noreturn]] void wrong_kind(json::kind expected, json::kind found) {
   throw std::invalid_argument("packed value: expected " + std::string(json::to_string(expected)) +
@@ -51,7 +336,7 @@ std::size_t node_size(const Value& v) {
     case json::kind::object: {
       std::size_t n = 4 + 4 * v.get_object().size();
       for (const auto& m : v.get_object()) {
-        n += string_node_size(m.key().size()) + node_size(m.value());
+        n += key_node_size(m.key()) + node_size(m.value());
       }
       return n;
     }
@@ -106,7 +391,7 @@ class Writer {
         std::size_t i = 0;
         for (const auto& m : o) {
           put_offset(table + 4 * i++, at_ - node);
-          string(m.key());
+          key(m.key());
           value(m.value());
         }
         return;
@@ -131,6 +416,16 @@ class Writer {
     put_word(header(k, 0));
     std::memcpy(out_ + at_, &n, sizeof n);
     at_ += sizeof n;
+  }
+  void key(std::string_view k) {
+    if (const auto id = intern_id(k)) {
+      put_word(header(json::kind::string, packed_detail::kInternedKey | *id));
+    } else if (k.size() >= packed_detail::kInternedKey) {
+      throw std::length_error("packed value: a key of " + std::to_string(k.size()) +
+                              " bytes is longer than the packed format holds");
+    } else {
+      string(k);
+    }
   }
   void string(std::string_view s) {
     put_word(header(json::kind::string, checked_payload(s.size(), "a string's length")));
@@ -280,6 +575,8 @@ json::value PackedValue::to_value(json::storage_ptr sp) const {
   return json::value(nullptr, sp);
 }
 
+std::string_view packed_detail::interned_key(std::uint32_t id) { return kInternedKeys[id]; }
+
 const PackedValue& PackedArray::at(std::size_t i) const {
   if (i >= size()) {
     throw std::out_of_range("packed array: index " + std::to_string(i) + " past its " +
@@ -291,11 +588,7 @@ const PackedValue& PackedArray::at(std::size_t i) const {
 PackedObject::iterator PackedObject::find(std::string_view key) const {
   const std::size_t n = size();
   for (std::size_t i = 0; i < n; ++i) {
-    const char* k = base() + word(base() + 4 + 4 * i);
-    if ((word(k) >> packed_detail::kKindBits) == key.size() &&
-        std::memcmp(k + 4, key.data(), key.size()) == 0) {
-      return {this, i};
-    }
+    if (member(i).key() == key) return {this, i};
   }
   return end();
 }

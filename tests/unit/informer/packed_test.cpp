@@ -194,5 +194,45 @@ TEST(Packed, IsAboutTheSizeOfTheJsonText) {
   EXPECT_EQ(packed_size(*pack(v)), packed_size(v));
 }
 
+// Well-known keys ("metadata", "creationTimestamp", ...) are packed as an id: 4 bytes instead
+// of a string node. They read back, are found and compare as any other key.
+TEST(Packed, WellKnownKeysTakeFourBytesAndReadBackAsKeys) {
+  const json::value known = json::parse(
+      R"({"metadata":{"creationTimestamp":"t","resourceVersion":"1"},"status":{"phase":"P"}})");
+  // The same shape with keys of the same lengths that no table holds.
+  const json::value unknown = json::parse(
+      R"({"zetadata":{"zreationTimestamp":"t","zesourceVersion":"1"},"ztatus":{"zhase":"P"}})");
+  EXPECT_EQ(json::serialize(known).size(), json::serialize(unknown).size());
+  // The five key string nodes (16 + 24 + 20 + 12 + 12 bytes) become 4 bytes each.
+  EXPECT_EQ(packed_size(unknown) - packed_size(known), (16 + 24 + 20 + 12 + 12) - 5 * 4u);
+
+  const auto packed = pack(known);
+  EXPECT_EQ(packed_size(*packed), packed_size(known));
+  EXPECT_TRUE(*packed == known);
+  EXPECT_FALSE(*packed == unknown);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : packed->get_object()) keys.emplace_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"metadata", "status"}));
+  std::error_code ec;
+  const auto* ts = packed->find_pointer("/metadata/creationTimestamp", ec);
+  ASSERT_NE(ts, nullptr) << ec.message();
+  EXPECT_EQ(ts->get_string(), "t");
+  const auto& md = packed->as_object().at("metadata").as_object();
+  EXPECT_EQ(md.at("resourceVersion").get_string(), "1");
+  EXPECT_FALSE(md.contains("creationTimestam"));  // a prefix of a known key is another key
+  EXPECT_FALSE(md.contains("creationTimestampX"));
+  EXPECT_EQ(packed->to_value(), known);
+
+  // Known and unknown keys mixed in one object, found and read in their order.
+  const json::value mixed =
+      json::parse(R"({"x-custom":1,"name":"n","kind":"K","y":[{"uid":"u"}]})");
+  const auto mp = pack(mixed);
+  EXPECT_TRUE(*mp == mixed);
+  EXPECT_EQ(mp->as_object().at("x-custom").as_int64(), 1);
+  EXPECT_EQ(mp->as_object().at("kind").get_string(), "K");
+  EXPECT_EQ(mp->find_pointer("/y/0/uid", ec)->get_string(), "u");
+  EXPECT_EQ(packed_size(*mp), packed_size(mixed));
+}
+
 }  // namespace
 }  // namespace kstack::informer
