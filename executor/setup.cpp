@@ -309,6 +309,11 @@ SetupResult<kube::ExecResult> run_step(kube::Client& client, const MemberTarget&
   if (r->exit_code == kube::kExitCodeUnknown && reported) r->exit_code = *reported;
   spdlog::debug("setup step {} namespace={} member={} exit={}", step.name, member.namespace_name,
                 member.pod, r->exit_code);
+  if (auto killed = killed_before_reporting(
+          fmt::format("{} in pod {}/{}", step.name, member.namespace_name, member.pod),
+          r->exit_code, reported.has_value())) {
+    return tl::unexpected(std::move(*killed));
+  }
   if (r->exit_code == 126 || r->exit_code == 127) {  // no sh, or a tool the script needs
     return invalid(fmt::format("{}: a command is missing in pod {}/{} (exit {}): {}", step.name,
                                member.namespace_name, member.pod, r->exit_code,

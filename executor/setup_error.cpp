@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace kstack::executor {
 
 std::string_view to_string(SetupErrorKind kind) {
@@ -45,6 +47,20 @@ SetupError classify(kube::Error error) {
     out.kind = SetupErrorKind::kApi;
   }
   out.api = std::move(error);
+  return out;
+}
+
+std::optional<SetupError> killed_before_reporting(std::string_view step, int exit_code,
+                                                  bool reported) {
+  constexpr int kSignalBase = 128;
+  constexpr int kLastSignal = 64;
+  if (reported || exit_code <= kSignalBase || exit_code > kSignalBase + kLastSignal) {
+    return std::nullopt;
+  }
+  SetupError out;
+  out.kind = SetupErrorKind::kTransport;
+  out.message = fmt::format("{} was killed by signal {} (exit {}) before it reported its end", step,
+                            exit_code - kSignalBase, exit_code);
   return out;
 }
 

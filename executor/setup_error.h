@@ -45,4 +45,12 @@ tl::unexpected<SetupError> setup_error(SetupErrorKind kind, std::string message)
 // Conflict the server sent is an API error like any other.
 SetupError classify(kube::Error error);
 
+// What a step's exit code means when its shell died by a signal before it reported how the
+// step's script ended (`reported` false, exit code 129-192): kstack's own script never ran to
+// its end — the container stopping, an OOM kill — which says nothing about the setup, so it is
+// a kTransport error (retried on a later pass, where a restarted container is noticed) naming
+// `step` and the signal. Nothing for any other exit.
+std::optional<SetupError> killed_before_reporting(std::string_view step, int exit_code,
+                                                  bool reported);
+
 }  // namespace kstack::executor

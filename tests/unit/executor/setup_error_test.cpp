@@ -73,6 +73,24 @@ TEST(SetupErrorClassify, KeepsTheClientErrorAndItsMessage) {
   EXPECT_EQ(e.api->reason, "Forbidden");
 }
 
+TEST(SetupErrorKilled, AStepShellKilledBeforeItReportedIsRetriedNotAConfigError) {
+  // The shell of write_config SIGKILLed (exit 137, no exit trailer on stderr).
+  auto killed = killed_before_reporting("write_config in pod ns/p", 137, false);
+  ASSERT_TRUE(killed.has_value());
+  EXPECT_EQ(killed->kind, SetupErrorKind::kTransport);
+  EXPECT_EQ(killed->message,
+            "write_config in pod ns/p was killed by signal 9 (exit 137) before it reported its "
+            "end");
+  EXPECT_FALSE(killed->api.has_value());
+  EXPECT_EQ(killed_before_reporting("install", 143, false)->kind, SetupErrorKind::kTransport);
+  // A script that ended and reported its code, whatever the code: the step decides.
+  EXPECT_FALSE(killed_before_reporting("write_config", 137, true).has_value());
+  // Ordinary exits, and codes that are not a signal's.
+  for (int code : {0, 1, 96, 98, 126, 127, 128, 193, 255}) {
+    EXPECT_FALSE(killed_before_reporting("write_config", code, false).has_value()) << code;
+  }
+}
+
 // An HTTPS server on loopback (exec needs https) answering every request with one 422 Status.
 class InvalidAnsweringServer {
  public:
