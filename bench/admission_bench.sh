@@ -20,12 +20,15 @@
 #   bench/admission_bench.sh [--build DIR] [--duration SECONDS] [--concurrency "16"]
 #                            [--threads N] [--rounds N] [--kinds "stack-create ..."]
 #                            [--servers "rules allow nginx"] [--perf FILE]
+#   bench/admission_bench.sh --reviews-only DIR
 #
 # --threads: kstack server threads = nginx worker processes (default 2). wrk runs on the same
 # cores (min(concurrency, 2) threads), so absolute figures depend on the machine; the ratio is
 # the point. --perf FILE records the rules server with `perf record -g` during the runs (perf
 # costs CPU: take figures without it). Installs wrk and nginx-light from Debian when missing
-# (needs root).
+# (needs root). --reviews-only DIR writes the four reviews (DIR/<kind>.json and DIR/<kind>.path)
+# and exits, for `kstack_bench_admission_serve --in-process DIR/<kind>.json --path
+# "$(cat DIR/<kind>.path)"` (the rules' own cost without the transport).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,6 +41,7 @@ rounds=3
 kinds="stack-create stack-update stack-mutate apptype-create"
 servers="rules allow nginx"
 perf_file=""
+reviews_only=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -48,48 +52,17 @@ while [[ $# -gt 0 ]]; do
     --kinds) kinds=$2; shift 2 ;;
     --servers) servers=$2; shift 2 ;;
     --perf) perf_file=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    --reviews-only) reviews_only=$2; shift 2 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 [[ " $servers " == *" nginx "* ]] || { echo "--servers must include nginx (the reference)" >&2; exit 2; }
 
-missing=()
-command -v wrk >/dev/null || missing+=(wrk)
-command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
-command -v openssl >/dev/null || missing+=(openssl)
-command -v curl >/dev/null || missing+=(curl)
-if [[ ${#missing[@]} -gt 0 ]]; then
-  echo "installing ${missing[*]}" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-upgrade \
-    "${missing[@]}" >/dev/null
-fi
-nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
-
-serve="$build/bench/kstack_bench_admission_serve"
-[[ -x "$serve" ]] || serve="$build/kstack_bench_admission_serve"
-if [[ ! -x "$serve" ]]; then
-  echo "building kstack_bench_admission_serve in $build" >&2
-  ninja -C "$build" -j2 kstack_bench_admission_serve >/dev/null
-  serve="$build/bench/kstack_bench_admission_serve"
-fi
-
-work=$(mktemp -d /tmp/kstack-admission-bench-XXXXXX)
-declare -A pid=()
-cleanup() {
-  for p in "${pid[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# ---- certificate, requests, answer --------------------------------------------------------------
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
-  -addext subjectAltName=IP:127.0.0.1,DNS:localhost \
-  -keyout "$work/tls.key" -out "$work/tls.crt" 2>/dev/null
-
 uid=0b2ae6a2-3f36-4f3a-9d1c-6c1f1f7f3b10
-# Writes $work/<kind>.json (the review) and $work/<kind>.path (/validate or /mutate).
-python3 - "$work" "$uid" "$repo/appdefs/spark/apptype.yaml" <<'EOF'
+# Writes DIR/<kind>.json (the review) and DIR/<kind>.path (/validate or /mutate).
+write_reviews() {
+python3 - "$1" "$uid" "$repo/appdefs/spark/apptype.yaml" <<'EOF'
 import copy, json, sys
 import yaml
 
@@ -183,6 +156,47 @@ for kind, (path, body) in kinds.items():
     with open(f"{work}/{kind}.path", "w") as f:
         f.write(path)
 EOF
+}
+if [[ -n "$reviews_only" ]]; then
+  mkdir -p "$reviews_only"
+  write_reviews "$reviews_only"
+  exit 0
+fi
+
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
+command -v openssl >/dev/null || missing+=(openssl)
+command -v curl >/dev/null || missing+=(curl)
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "installing ${missing[*]}" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-upgrade \
+    "${missing[@]}" >/dev/null
+fi
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+
+serve="$build/bench/kstack_bench_admission_serve"
+[[ -x "$serve" ]] || serve="$build/kstack_bench_admission_serve"
+if [[ ! -x "$serve" ]]; then
+  echo "building kstack_bench_admission_serve in $build" >&2
+  ninja -C "$build" -j2 kstack_bench_admission_serve >/dev/null
+  serve="$build/bench/kstack_bench_admission_serve"
+fi
+
+work=$(mktemp -d /tmp/kstack-admission-bench-XXXXXX)
+declare -A pid=()
+cleanup() {
+  for p in "${pid[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# ---- certificate, requests, answer --------------------------------------------------------------
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
+  -addext subjectAltName=IP:127.0.0.1,DNS:localhost \
+  -keyout "$work/tls.key" -out "$work/tls.crt" 2>/dev/null
+
+write_reviews "$work"
 answer="{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":\"$uid\",\"allowed\":true}}"
 
 for kind in $kinds; do
