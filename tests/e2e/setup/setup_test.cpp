@@ -403,6 +403,34 @@ TEST_F(Setup, StartscriptOutputIsCutToItsTail) {
   EXPECT_EQ(r->stdout_tail, "9abcdef\n");
 }
 
+// A step's shell killed by a signal before it reported (an OOM kill, the container stopping)
+// says nothing about the setup: retried on a later pass, not a config error. Here the `sh` first
+// on the container's PATH SIGKILLs itself, as such a kill would: exit 137, nothing reported.
+TEST_F(Setup, AStepWhoseShellIsKilledBeforeItReportsIsRetriedNotAConfigError) {
+  const MemberTarget killed = start_member("killed", "/tmp/tools");
+  ASSERT_FALSE(killed.container_id.empty());
+  ASSERT_EQ(run({"/bin/mkdir", "/tmp/tools"}, {}, "killed").exit_code, 0);
+  ASSERT_EQ(
+      run({"/bin/sh", "-c",
+           "printf '#!/bin/sh\\nkill -9 $$\\n' >/tmp/tools/sh && /bin/chmod +x /tmp/tools/sh"},
+          {}, "killed")
+          .exit_code,
+      0);
+  auto written = runner_->write_config(killed, "{}", "A=1\n");
+  ASSERT_FALSE(written);
+  if (e2e::expected_exec_protocol() == kube::exec_detail::kProtocolV1) {
+    // channel.k8s.io carries no exit code: a shell killed before it reported cannot be told
+    // from one that never started (no sh), which is the setup's fault.
+    EXPECT_EQ(written.error().kind, SetupErrorKind::kConfig) << written.error().to_string();
+  } else {
+    EXPECT_EQ(written.error().kind, SetupErrorKind::kTransport) << written.error().to_string();
+    EXPECT_EQ(written.error().message, "write_config in pod " + ns_ +
+                                           "/killed was killed by signal 9 (exit 137) before it "
+                                           "reported its end");
+  }
+  EXPECT_EQ(run({"/bin/ls", "-A", std::string(kConfigDir)}, {}, "killed").stdout_data, "");
+}
+
 TEST_F(Setup, AnotherContainerIdIsAConflictAndNothingRuns) {
   MemberTarget stale = member_;
   stale.container_id = member_.container_id + "-previous";
