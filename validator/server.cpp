@@ -32,6 +32,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -55,7 +56,6 @@ namespace ssl = asio::ssl;
 using Tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using Request = http::request<http::string_body>;
-using Response = http::response<http::string_body>;
 
 constexpr std::uint32_t kMaxHeaderBytes = 64u << 10;  // the API server sends well under 1 KiB
 constexpr std::size_t kFirstReadBytes = 16u << 10;
@@ -66,6 +66,7 @@ constexpr std::size_t kDrainBufferBytes = 64u << 10;
 constexpr std::chrono::milliseconds kTlsShutdownTimeout{1000};  // waiting for close_notify
 constexpr std::chrono::milliseconds kAcceptRetryDelay{100};     // after EMFILE and the like
 constexpr std::size_t kIdleBufferBytes = 64u << 10;             // kept between requests
+constexpr std::size_t kResponseHeaderBytes = 96;  // the fixed part of an answer's header
 // Allocations this large are mmap()ed, and so returned to the system when freed. glibc's
 // default (128 KiB) rises to the size of any such block freed, after which request bodies
 // (up to 3 MiB) come from the heap and its pages stay with the process.
@@ -350,7 +351,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void refuse_busy() {
     shared_->busy.fetch_add(1);
-    response_.set(http::field::retry_after, std::to_string(kBusyRetryAfter.count()));
+    extra_headers_ = "Retry-After: " + std::to_string(kBusyRetryAfter.count()) + "\r\n";
     refuse_unread(http::status::service_unavailable, "ServiceUnavailable",
                   "admission server busy: request bodies being read already take the budget of " +
                       std::to_string(options().max_inflight_body_bytes) +
@@ -376,7 +377,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void refuse_not_allowed(std::string_view allow) {
-    response_.set(http::field::allow, allow);
+    extra_headers_ = "Allow: " + std::string(allow) + "\r\n";
     refuse_unread(http::status::method_not_allowed, "MethodNotAllowed",
                   std::string(to_string(parser_->get().method())) + " is not allowed here, only " +
                       std::string(allow));
@@ -459,17 +460,25 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Keeps the connection only when the request was read whole and both sides want it.
+  // The answer is written as one buffer, header and body, formatted here: Beast's serializer
+  // (a variant of buffer sequences walked piece by piece) cost more CPU than this server's
+  // whole HTTP parse (docs/benchmarks.md, "Admission"). No header value comes from the request.
   void reply(http::status status, std::string_view content_type, std::string body) {
     const bool request_complete = parser_ && parser_->is_done();
-    const bool keep = request_complete && parser_->get().keep_alive() && !shared_->stopping;
+    keep_ = request_complete && parser_->get().keep_alive() && !shared_->stopping;
     linger_ = !request_complete;
-    response_.version(11);
-    response_.result(status);
-    response_.set(http::field::server, "kstack");
-    response_.set(http::field::content_type, content_type);
-    response_.body() = std::move(body);
-    response_.keep_alive(keep);
-    response_.prepare_payload();
+    status_ = static_cast<int>(status);
+    const std::string_view phrase = http::obsolete_reason(status);
+    const std::string length = std::to_string(body.size());
+    out_.clear();
+    out_.reserve(kResponseHeaderBytes + extra_headers_.size() + content_type.size() +
+                 phrase.size() + body.size());
+    out_.append("HTTP/1.1 ").append(std::to_string(status_)).append(" ").append(phrase);
+    out_.append("\r\nServer: kstack\r\nContent-Type: ").append(content_type);
+    out_.append("\r\n").append(extra_headers_);
+    out_.append("Content-Length: ").append(length).append("\r\n");
+    if (!keep_) out_.append("Connection: close\r\n");
+    out_.append("\r\n").append(body);
     // Counted before the write, so that a client that has its answer also sees it counted.
     shared_->requests.fetch_add(1);
     observe();
@@ -478,18 +487,18 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void do_write() {
     lowest().expires_after(options().body_timeout);
-    http::async_write(stream_, response_,
+    asio::async_write(stream_, asio::buffer(out_),
                       beast::bind_front_handler(&Session::on_write, shared_from_this()));
   }
 
   void on_write(beast::error_code ec, std::size_t /*bytes*/) {
-    const bool keep = response_.keep_alive();
-    response_ = {};
+    extra_headers_.clear();
+    if (out_.capacity() > kIdleBufferBytes) std::string().swap(out_);
     parser_.reset();  // frees the request body before an idle wait
     release_body_budget();
     if (ec) return end(ec, "writing a response");
     if (linger_) return do_linger();
-    if (!keep) return do_shutdown();
+    if (!keep_) return do_shutdown();
     first_request_ = false;
     do_wait_request();
   }
@@ -497,8 +506,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void observe() {
     if (!options().on_request) return;
     try {
-      options().on_request(endpoint_, static_cast<int>(response_.result_int()),
-                           Clock::now() - started_);
+      options().on_request(endpoint_, status_, Clock::now() - started_);
     } catch (...) {  // an observer must not end the connection
     }
   }
@@ -551,9 +559,12 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::ssl_stream<beast::tcp_stream> stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::size_t reserved_ = 0;  // of the body budget, for the request being served
-  std::size_t held_ = 0;      // body bytes counted in body_bytes_held
-  Response response_;
+  std::size_t reserved_ = 0;   // of the body budget, for the request being served
+  std::size_t held_ = 0;       // body bytes counted in body_bytes_held
+  std::string out_;            // the answer being written: header and body
+  std::string extra_headers_;  // "Allow: ...\r\n" and the like, for the next answer
+  int status_ = 0;
+  bool keep_ = false;
   std::vector<char> drain_;
   std::uint64_t id_ = 0;
   Phase phase_ = Phase::kHandshake;
