@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -117,18 +118,23 @@ std::optional<std::int64_t> Decoder::integer(const json::object& parent, std::st
   return std::nullopt;
 }
 
-json::value Decoder::int_or_string(const json::object& parent, std::string_view key,
-                                   std::string_view path) {
+void Decoder::place(json::value& member, json::value&& v) {
+  std::destroy_at(&member);
+  std::construct_at(&member, std::move(v));  // a move takes `v`'s storage along
+}
+
+void Decoder::int_or_string(json::value& into, const json::object& parent, std::string_view key,
+                            std::string_view path) {
   const auto* v = present(parent, key);
-  if (v == nullptr) return nullptr;
-  if (v->is_string()) return json::value(v->get_string(), json::storage_ptr());
+  if (v == nullptr) return place(into, json::value(nullptr, storage_));
+  if (v->is_string()) return place(into, json::value(v->get_string(), storage_));
   if (v->is_number()) {
-    if (auto i = integer(parent, key, path)) return *i;
-    return nullptr;
+    const auto i = integer(parent, key, path);
+    return place(into, i ? json::value(*i, storage_) : json::value(nullptr, storage_));
   }
   error(child_path(path, key),
         fmt::format("must be an integer or a string, not {}", kind_name(v->kind())));
-  return nullptr;
+  place(into, json::value(nullptr, storage_));
 }
 
 std::optional<bool> Decoder::boolean(const json::object& parent, std::string_view key,
@@ -195,18 +201,15 @@ StringMap Decoder::quantity_map(const json::object& parent, std::string_view key
   return out;
 }
 
-json::value Decoder::opaque(const json::object& parent, std::string_view key, std::string_view path,
-                            json::kind expected) {
+void Decoder::opaque(json::value& into, const json::object& parent, std::string_view key,
+                     std::string_view path, json::kind expected) {
   const auto* v = present(parent, key);
-  if (v == nullptr) return nullptr;
-  if (v->kind() != expected) {
+  if (v != nullptr && v->kind() != expected) {
     error(child_path(path, key),
           fmt::format("must be {}, not {}", kind_name(expected), kind_name(v->kind())));
-    return nullptr;
+    v = nullptr;
   }
-  // Into the default storage, which the model's members use: a copy in `v`'s storage (what
-  // `return *v` makes) would be copied a second time when assigned to one.
-  return json::value(*v, json::storage_ptr());
+  place(into, v != nullptr ? json::value(*v, storage_) : json::value(nullptr, storage_));
 }
 
 void check_kind(const json::object& object, std::string_view kind, Decoder& d) {

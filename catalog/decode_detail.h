@@ -20,7 +20,12 @@ namespace kstack::catalog::detail {
 
 class Decoder {
  public:
-  explicit Decoder(FieldErrors& errors) : errors_(errors) {}
+  // `storage` is where opaque() and int_or_string() put their values: the default (the
+  // model's members own their copies), or the decoded object's own storage when the model
+  // borrows the object (DecodeSource::kBorrow: the admission webhook's request arena, where
+  // a copy is a bump allocation and freeing it is nothing).
+  explicit Decoder(FieldErrors& errors, boost::json::storage_ptr storage = {})
+      : errors_(errors), storage_(std::move(storage)) {}
 
   void error(std::string field, std::string reason);
 
@@ -46,14 +51,18 @@ class Decoder {
                          std::string_view path);
   // IntOrString (as a PodDisruptionBudget's minAvailable): an int64 or a string value, null
   // when absent. Doubles with an integral value are accepted as integers.
-  boost::json::value int_or_string(const boost::json::object& parent, std::string_view key,
-                                   std::string_view path);
+  void int_or_string(boost::json::value& into, const boost::json::object& parent,
+                     std::string_view key, std::string_view path);
   // Any JSON value of the given shape (kept opaque): array or object; null when absent.
-  boost::json::value opaque(const boost::json::object& parent, std::string_view key,
-                            std::string_view path, boost::json::kind expected);
+  void opaque(boost::json::value& into, const boost::json::object& parent, std::string_view key,
+              std::string_view path, boost::json::kind expected);
 
  private:
+  // Replaces `member`, storage included (assigning would keep the member's storage and copy).
+  static void place(boost::json::value& member, boost::json::value&& v);
+
   FieldErrors& errors_;
+  boost::json::storage_ptr storage_;
 };
 
 // The value of a present, non-null field; nullptr otherwise.

@@ -95,7 +95,7 @@ AppRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
   r.readiness_probe = decode_probe(o, kReadinessProbe, p, d);
   r.liveness_probe = decode_probe(o, kLivenessProbe, p, d);
   r.startup_probe = decode_probe(o, kStartupProbe, p, d);
-  r.min_available = d.int_or_string(o, "minAvailable", p);
+  d.int_or_string(r.min_available, o, "minAvailable", p);
   return r;
 }
 
@@ -157,7 +157,9 @@ AppType decode_apptype(const json::value& object, FieldErrors& errors, DecodeSou
   } else {
     a.raw = object;
   }
-  Decoder d(errors);
+  // Borrowing, the model's opaque values (env, affinity...) are copied into the object's own
+  // storage too: they live as long as the object does, no longer.
+  Decoder d(errors, source == DecodeSource::kBorrow ? object.storage() : json::storage_ptr());
   const auto* o = object.if_object();
   if (o == nullptr) {
     d.error("", "an AppType must be a JSON object");

@@ -45,10 +45,10 @@ StackRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
     s.storage_class_name = d.string(*st, "storageClassName", sp);
     r.storage = std::move(s);
   }
-  r.env = d.opaque(o, "env", p, json::kind::array);
-  r.affinity = d.opaque(o, "affinity", p, json::kind::object);
+  d.opaque(r.env, o, "env", p, json::kind::array);
+  d.opaque(r.affinity, o, "affinity", p, json::kind::object);
   r.node_selector = d.string_map(o, "nodeSelector", p);
-  r.tolerations = d.opaque(o, "tolerations", p, json::kind::array);
+  d.opaque(r.tolerations, o, "tolerations", p, json::kind::array);
   r.pod_labels = d.string_map(o, "podLabels", p);
   r.pod_annotations = d.string_map(o, "podAnnotations", p);
   r.service_labels = d.string_map(o, "serviceLabels", p);
@@ -72,7 +72,9 @@ Stack decode_stack(const json::value& object, FieldErrors& errors, DecodeSource 
   } else {
     s.raw = object;
   }
-  Decoder d(errors);
+  // Borrowing, the model's opaque values (env, affinity...) are copied into the object's own
+  // storage too: they live as long as the object does, no longer.
+  Decoder d(errors, source == DecodeSource::kBorrow ? object.storage() : json::storage_ptr());
   const auto* o = object.if_object();
   if (o == nullptr) {
     d.error("", "a Stack must be a JSON object");

@@ -251,5 +251,35 @@ TEST(Catalog, DecodeStackCopiesOrBorrowsTheObject) {
   EXPECT_TRUE(errors.empty());
 }
 
+// Borrowing, the model's JSON members are copied into the object's own storage (the webhook's
+// request arena: bump allocations, nothing to free); copying, into the default storage, as
+// the model outlives the object.
+TEST(Catalog, DecodeStackBorrowingPutsItsJsonMembersInTheObjectsStorage) {
+  json::monotonic_resource arena;
+  json::value object(stack("team-a", "s", "db", "local"), json::storage_ptr(&arena));
+  auto& roles = object.at("spec").at("roles").as_array();
+  roles.push_back(json::object{{"id", "db"}, {"members", 1}});
+  auto& role = roles.at(0).as_object();
+  role["env"] = json::array{json::object{{"name", "A"}, {"value", "1"}}};
+  role["affinity"] = json::object{{"nodeAffinity", json::object{}}};
+  role["tolerations"] = json::array{json::object{{"key", "k"}, {"operator", "Exists"}}};
+  FieldErrors errors;
+  const Stack borrowed = decode_stack(object, errors, DecodeSource::kBorrow);
+  ASSERT_TRUE(errors.empty()) << errors.front().to_string();
+  ASSERT_EQ(borrowed.spec.roles.size(), 1u);
+  const auto& r = borrowed.spec.roles[0];
+  EXPECT_EQ(r.env, role["env"]);
+  EXPECT_EQ(r.affinity, role["affinity"]);
+  EXPECT_EQ(r.tolerations, role["tolerations"]);
+  for (const json::value* v : {&r.env, &r.affinity, &r.tolerations}) {
+    EXPECT_EQ(v->storage().get(), &arena) << json::serialize(*v);
+  }
+  const Stack copied = decode_stack(object, errors);
+  for (const json::value* v : {&copied.spec.roles[0].env, &copied.spec.roles[0].affinity,
+                               &copied.spec.roles[0].tolerations}) {
+    EXPECT_EQ(v->storage().get(), json::storage_ptr().get()) << json::serialize(*v);
+  }
+}
+
 }  // namespace
 }  // namespace kstack::catalog
