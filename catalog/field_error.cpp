@@ -1,5 +1,6 @@
 #include "catalog/field_error.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace kstack::catalog {
@@ -39,11 +40,11 @@ std::string child_path(std::string_view path, std::string_view field) {
 }
 
 std::string index_path(std::string_view path, std::size_t index) {
-  return fmt::format("{}[{}]", path, index);
+  return fmt::format(FMT_COMPILE("{}[{}]"), path, index);
 }
 
 std::string key_path(std::string_view path, std::string_view key) {
-  return fmt::format("{}[{}]", path, key);
+  return fmt::format(FMT_COMPILE("{}[{}]"), path, key);
 }
 
 }  // namespace kstack::catalog

@@ -1,5 +1,6 @@
 #include "catalog/names.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include "catalog/defaults.h"
@@ -10,16 +11,17 @@ namespace kstack::catalog {
 std::string headless_service_name(std::string_view stack_name) { return std::string(stack_name); }
 
 std::string statefulset_name(std::string_view stack_name, std::string_view role_id) {
-  return fmt::format("{}-{}", stack_name, role_id);
+  return fmt::format(FMT_COMPILE("{}-{}"), stack_name, role_id);
 }
 
 std::string member_name(std::string_view stack_name, std::string_view role_id,
                         std::int64_t ordinal) {
-  return fmt::format("{}-{}-{}", stack_name, role_id, ordinal);
+  return fmt::format(FMT_COMPILE("{}-{}-{}"), stack_name, role_id, ordinal);
 }
 
 std::string pvc_name(std::string_view stack_name, std::string_view role_id, std::int64_t ordinal) {
-  return fmt::format("{}-{}", kDataVolumeName, member_name(stack_name, role_id, ordinal));
+  return fmt::format(FMT_COMPILE("{}-{}"), kDataVolumeName,
+                     member_name(stack_name, role_id, ordinal));
 }
 
 std::string short_hash(std::string_view text) {
@@ -29,7 +31,7 @@ std::string short_hash(std::string_view text) {
     h *= 1099511628211ull;  // FNV-1a 64 prime
   }
   // 40 bits: collisions between the Stacks and roles of one namespace stay negligible.
-  return fmt::format("{:010x}", h >> 24);
+  return fmt::format(FMT_COMPILE("{:010x}"), h >> 24);
 }
 
 ObjectNames::ObjectNames(bool uid_scheme, std::string stack_name, std::string uid)
@@ -52,12 +54,12 @@ std::string ObjectNames::statefulset(std::string_view role_id) const {
 }
 
 std::string ObjectNames::member(std::string_view role_id, std::int64_t ordinal) const {
-  if (uid_scheme_) return fmt::format("{}-{}", statefulset(role_id), ordinal);
+  if (uid_scheme_) return fmt::format(FMT_COMPILE("{}-{}"), statefulset(role_id), ordinal);
   return member_name(stack_name_, role_id, ordinal);
 }
 
 std::string ObjectNames::pvc(std::string_view role_id, std::int64_t ordinal) const {
-  return fmt::format("{}-{}", kDataVolumeName, member(role_id, ordinal));
+  return fmt::format(FMT_COMPILE("{}-{}"), kDataVolumeName, member(role_id, ordinal));
 }
 
 }  // namespace kstack::catalog
