@@ -65,6 +65,21 @@ TEST(Quantity, ValueAndMilliValueRoundUp) {
   EXPECT_EQ(q("1e20").value(), INT64_MAX);  // saturates
 }
 
+// The scaling by the suffix at the edges: the largest magnitude kept (10^36 nanos) and what
+// just passes it, in one factor or through the 128-bit range.
+TEST(Quantity, ScalesUpToTheLimitAndRefusesBeyondIt) {
+  EXPECT_EQ(q("1e27"), q("1000000000000000000000000000"));
+  EXPECT_EQ(q("1000000Ei"), q("1152921504606846976000000"));
+  EXPECT_EQ(q("0.5e-9"), q("1n"));
+  for (std::string_view text : {"2e27", "1e28", "1e38", "1e39", "1000e999",
+                                "999999999999999999999999999999999999Ei",
+                                "999999999999999999999999999999999999e9"}) {
+    auto r = Quantity::parse(text);
+    ASSERT_FALSE(r.has_value()) << text;
+    EXPECT_NE(r.error().message.find("is too large"), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(Quantity, KeepsTheTextAsWritten) {
   EXPECT_EQ(q("1.5Gi").text(), "1.5Gi");
   EXPECT_EQ(q("0").sign(), 0);
