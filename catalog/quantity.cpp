@@ -70,6 +70,13 @@ constexpr auto kPow10 = [] {
   return p;
 }();
 
+// The largest value that may be multiplied by 10^i (a 128-bit division is a library call).
+constexpr auto kMaxBeforePow10 = [] {
+  std::array<Int128, kPow10.size()> m{};
+  for (std::size_t i = 0; i < m.size(); ++i) m[i] = kInt128Max / kPow10[i];
+  return m;
+}();
+
 // v × 2^bits × 10^exp10 for non-negative v, bits and exp10; false when it exceeds Int128. One
 // comparison and one multiplication each, where a step-by-step checked multiply would take a
 // library call (__muloti4) per factor, ~40 of them for "16Gi".
@@ -81,9 +88,9 @@ bool scale_checked(Int128& v, int bits, int exp10) {
   }
   if (exp10 > 0) {
     if (exp10 >= static_cast<int>(kPow10.size())) return false;
-    const Int128 p = kPow10[static_cast<std::size_t>(exp10)];
-    if (v > kInt128Max / p) return false;
-    v *= p;
+    const auto e = static_cast<std::size_t>(exp10);
+    if (v > kMaxBeforePow10[e]) return false;
+    v *= kPow10[e];
   }
   return true;
 }
