@@ -154,11 +154,12 @@ std::optional<std::vector<std::string>> Decoder::strings(const json::object& par
   const auto* a = array(parent, key, path);
   if (a == nullptr) return std::nullopt;
   std::vector<std::string> out;
-  std::string base = child_path(path, key);
+  out.reserve(a->size());
   for (std::size_t i = 0; i < a->size(); ++i) {
     const auto& item = (*a)[i];
-    if (!item.is_string()) {
-      error(index_path(base, i), fmt::format("must be a string, not {}", kind_name(item.kind())));
+    if (!item.is_string()) {  // paths are built for a message only
+      error(index_path(child_path(path, key), i),
+            fmt::format("must be a string, not {}", kind_name(item.kind())));
       continue;
     }
     out.emplace_back(item.get_string());
@@ -171,10 +172,10 @@ StringMap Decoder::string_map(const json::object& parent, std::string_view key,
   StringMap out;
   const auto* o = object(parent, key, path);
   if (o == nullptr) return out;
-  std::string base = child_path(path, key);
   for (const auto& [k, v] : *o) {
     if (!v.is_string()) {
-      error(key_path(base, k), fmt::format("must be a string, not {}", kind_name(v.kind())));
+      error(key_path(child_path(path, key), k),
+            fmt::format("must be a string, not {}", kind_name(v.kind())));
       continue;
     }
     out.emplace(std::string(k), std::string(v.get_string()));
@@ -187,14 +188,13 @@ StringMap Decoder::quantity_map(const json::object& parent, std::string_view key
   StringMap out;
   const auto* o = object(parent, key, path);
   if (o == nullptr) return out;
-  std::string base = child_path(path, key);
   for (const auto& [k, v] : *o) {
     if (v.is_string()) {
       out.emplace(std::string(k), std::string(v.get_string()));
     } else if (v.is_number()) {
       out.emplace(std::string(k), number_text(v));
     } else {
-      error(key_path(base, k),
+      error(key_path(child_path(path, key), k),
             fmt::format("must be a quantity (string or number), not {}", kind_name(v.kind())));
     }
   }

@@ -21,11 +21,13 @@ using catalog::Quantity;
 namespace {
 
 // Parses a quantity, reporting a failure at `path`; nullopt when it does not parse.
-std::optional<Quantity> quantity_at(const std::string& text, const std::string& path,
-                                    Violations& out) {
+// Paths below are built only for a message: most requests have none, and a path is an
+// allocation each.
+std::optional<Quantity> quantity_at(const std::string& text, const std::string& p,
+                                    std::string_view field, Violations& out) {
   auto q = Quantity::parse(text);
   if (!q) {
-    out.push_back({path, q.error().message});
+    out.push_back({child_path(p, field), q.error().message});
     return std::nullopt;
   }
   return *q;
@@ -47,14 +49,14 @@ void check_enum(const std::optional<std::string>& value, const std::string& path
 // long: a vector searched in turn, and paths built only for a message.
 using ParsedQuantities = std::vector<std::pair<std::string_view, Quantity>>;
 
-ParsedQuantities parse_quantities(const catalog::StringMap& list, const std::string& path,
-                                  Violations& out) {
+ParsedQuantities parse_quantities(const catalog::StringMap& list, const std::string& p,
+                                  std::string_view field, Violations& out) {
   ParsedQuantities parsed;
   parsed.reserve(list.size());
   for (const auto& [name, text] : list) {
     auto q = Quantity::parse(text);
     if (!q) {
-      out.push_back({key_path(path, name), q.error().message});
+      out.push_back({key_path(child_path(p, field), name), q.error().message});
       continue;
     }
     parsed.emplace_back(name, std::move(*q));
@@ -75,16 +77,17 @@ void check_resources(const catalog::StackRole& role, const catalog::AppRole* app
       (app_role == nullptr || app_role->min_resources.empty())) {
     return;
   }
-  const std::string req_path = child_path(p, "resources.requests");
-  const auto requests = parse_quantities(role.resources.requests, req_path, out);
-  const auto limits =
-      parse_quantities(role.resources.limits, child_path(p, "resources.limits"), out);
+  constexpr std::string_view kRequests = "resources.requests";
+  const auto requests = parse_quantities(role.resources.requests, p, kRequests, out);
+  const auto limits = parse_quantities(role.resources.limits, p, "resources.limits", out);
+  const auto req_path = [&](std::string_view name) {
+    return key_path(child_path(p, kRequests), name);
+  };
   for (const auto& [name, req] : requests) {
     const auto* lim = find_quantity(limits, name);
     if (lim != nullptr && req > *lim) {
-      out.push_back(
-          {key_path(req_path, name),
-           fmt::format("must be less than or equal to {} limit of {}", name, lim->text())});
+      out.push_back({req_path(name), fmt::format("must be less than or equal to {} limit of {}",
+                                                 name, lim->text())});
     }
   }
   if (app_role == nullptr) return;
@@ -96,12 +99,12 @@ void check_resources(const catalog::StackRole& role, const catalog::AppRole* app
     if (have == nullptr) have = find_quantity(limits, name);
     bool unparsed = role.resources.requests.count(name) || role.resources.limits.count(name);
     if (have == nullptr && !unparsed) {
-      out.push_back({key_path(req_path, name),
-                     fmt::format("is required: role \"{}\" needs at least {} (minResources)",
-                                 role.id, min_text)});
+      out.push_back(
+          {req_path(name), fmt::format("is required: role \"{}\" needs at least {} (minResources)",
+                                       role.id, min_text)});
     } else if (have != nullptr && *have < *min) {
       out.push_back(
-          {key_path(req_path, name),
+          {req_path(name),
            fmt::format("must be at least {} (minResources of role \"{}\")", min_text, role.id)});
     }
   }
@@ -111,7 +114,7 @@ void check_storage(const catalog::StackRole& role, const catalog::AppRole* app_r
                    const catalog::Catalog& catalog, const std::string& p, Violations& out) {
   std::optional<Quantity> size;
   if (role.storage && !role.storage->size.empty()) {
-    size = quantity_at(role.storage->size, child_path(p, "storage.size"), out);
+    size = quantity_at(role.storage->size, p, "storage.size", out);
     if (size && size->sign() <= 0) {
       out.push_back({child_path(p, "storage.size"), "must be greater than zero"});
       size.reset();
@@ -132,23 +135,23 @@ void check_storage(const catalog::StackRole& role, const catalog::AppRole* app_r
     }
   }
   if (!role.storage || !catalog.knows_storage_classes()) return;
-  std::string class_path = child_path(p, "storage.storageClassName");
+  const auto class_path = [&] { return child_path(p, "storage.storageClassName"); };
   const auto& cls = role.storage->storage_class_name;
   if (cls && !cls->empty()) {  // "" asks for no class (static binding): nothing to check
     if (!catalog.storage_class_exists(*cls)) {
-      out.push_back({class_path, fmt::format("StorageClass \"{}\" not found", *cls)});
+      out.push_back({class_path(), fmt::format("StorageClass \"{}\" not found", *cls)});
     }
   } else if (!cls) {
     auto def = catalog.default_storage_class();
     if (!def) {
-      out.push_back({class_path, fmt::format("is required: no default StorageClass (neither "
-                                             "KStackConfig defaultStorageClassName nor a class "
-                                             "annotated {}=true)",
-                                             catalog::kDefaultClassAnnotation)});
+      out.push_back({class_path(), fmt::format("is required: no default StorageClass (neither "
+                                               "KStackConfig defaultStorageClassName nor a class "
+                                               "annotated {}=true)",
+                                               catalog::kDefaultClassAnnotation)});
     } else if (!catalog.storage_class_exists(*def)) {
-      out.push_back({class_path, fmt::format("is required: the default StorageClass \"{}\" "
-                                             "does not exist",
-                                             *def)});
+      out.push_back({class_path(), fmt::format("is required: the default StorageClass \"{}\" "
+                                               "does not exist",
+                                               *def)});
     }
   }
 }
@@ -177,11 +180,11 @@ void check_env(const catalog::StackRole& role, const std::string& p, Violations&
   const auto* env = role.env.if_array();
   if (env == nullptr) return;
   for (std::size_t i = 0; i < env->size(); ++i) {
-    std::string ep = index_path(child_path(p, "env"), i);
+    const auto name_path = [&] { return child_path(index_path(child_path(p, "env"), i), "name"); };
     const auto* o = (*env)[i].if_object();
     const auto* name = o ? o->if_contains("name") : nullptr;
     if (name == nullptr || !name->is_string() || name->get_string().empty()) {
-      out.push_back({child_path(ep, "name"), "is required"});
+      out.push_back({name_path(), "is required"});
       continue;
     }
     std::string_view n = name->get_string();
@@ -191,7 +194,7 @@ void check_env(const catalog::StackRole& role, const std::string& p, Violations&
                   c == '-' || c == '.' || c == '_');
     }
     if (!ok) {
-      out.push_back({child_path(ep, "name"),
+      out.push_back({name_path(),
                      "must consist of alphabetic characters, digits, '_', '-' or '.', and must "
                      "not start with a digit"});
     }
@@ -334,7 +337,10 @@ Violations validate_stack(const catalog::Stack& stack, const catalog::Catalog& c
     if (role.max_unavailable && *role.max_unavailable < 1) {
       out.push_back({child_path(p, "maxUnavailable"), "must be greater than or equal to 1"});
     }
-    validate_member_recovery(role.member_recovery, child_path(p, "memberRecovery"), out);
+    if (const auto& mr = role.member_recovery;
+        mr.policy || mr.node_lost_grace_seconds || mr.local_storage) {
+      validate_member_recovery(mr, child_path(p, "memberRecovery"), out);
+    }
     check_resources(role, app_role, p, out);
     check_storage(role, app_role, catalog, p, out);
     check_maps(role, p, out);
