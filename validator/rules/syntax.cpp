@@ -134,9 +134,12 @@ void add_errors(Violations& out, const std::string& path, const std::vector<std:
 
 void validate_labels(const catalog::StringMap& labels, const std::string& path, Violations& out) {
   for (const auto& [k, v] : labels) {
-    std::string p = catalog::key_path(path, k);
-    add_errors(out, p, qualified_name_errors(k));
-    add_errors(out, p, label_value_errors(v));
+    auto key_errors = qualified_name_errors(k);
+    auto value_errors = label_value_errors(v);
+    if (key_errors.empty() && value_errors.empty()) continue;  // no path to build
+    const std::string p = catalog::key_path(path, k);
+    add_errors(out, p, key_errors);
+    add_errors(out, p, value_errors);
   }
 }
 
@@ -145,10 +148,13 @@ void validate_annotations(const catalog::StringMap& annotations, const std::stri
   constexpr std::size_t kMaxTotal =
       std::size_t{256} * 1024;  // apimachinery TotalAnnotationSizeLimitB
   std::size_t total = 0;
+  std::string lower;  // one buffer for every key
   for (const auto& [k, v] : annotations) {
-    std::string lower;
+    lower.clear();
     for (char c : k) lower.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
-    add_errors(out, catalog::key_path(path, k), qualified_name_errors(lower));
+    if (auto errors = qualified_name_errors(lower); !errors.empty()) {
+      add_errors(out, catalog::key_path(path, k), errors);
+    }
     total += k.size() + v.size();
   }
   if (total > kMaxTotal) {
