@@ -57,7 +57,8 @@ using Tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 // Sockets and timers bound to their io_context's own executor type rather than
 // any_io_executor: every operation and completion otherwise goes through the type-erased
-// executor (copies, virtual calls), a tenth of this server's user-space CPU per request.
+// executor (copies, indirect calls); about 1.4 of the allow-all server's 35 µs per request
+// (docs/benchmarks.md, "Admission", fourth round).
 using Executor = asio::io_context::executor_type;
 using Socket = asio::basic_stream_socket<Tcp, Executor>;
 using TcpStream = beast::basic_stream<Tcp, Executor, beast::unlimited_rate_policy>;
