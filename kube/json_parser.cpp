@@ -30,42 +30,6 @@ constexpr std::size_t kScratchBytes = 4096;  // the value stack's initial storag
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-// For a number std::from_chars found out of range: whether it is too large (rather than too
-// close to zero). Its decimal magnitude (the place of its first non-zero digit plus its
-// exponent) is then beyond ±300, so the sign alone decides.
-bool too_large(std::string_view text) {
-  constexpr long long kSaturated = 1'000'000'000'000'000;  // beyond any count of digits
-  std::size_t i = text.starts_with('-') ? 1 : 0;
-  long long place = 0;  // digits before the point from the first non-zero one, or minus the
-                        // zeros after the point before it
-  bool nonzero = false;
-  for (; i < text.size() && is_digit(text[i]); ++i) {
-    nonzero = nonzero || text[i] != '0';
-    if (nonzero) ++place;
-  }
-  if (i < text.size() && text[i] == '.') {
-    for (++i; i < text.size() && is_digit(text[i]); ++i) {
-      if (nonzero) continue;
-      if (text[i] == '0') {
-        --place;
-      } else {
-        nonzero = true;
-      }
-    }
-  }
-  long long exponent = 0;
-  bool negative = false;
-  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-    ++i;
-    negative = i < text.size() && text[i] == '-';
-    if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
-    for (; i < text.size() && is_digit(text[i]); ++i) {
-      exponent = std::min(exponent * 10 + (text[i] - '0'), kSaturated);
-    }
-  }
-  return place + (negative ? -exponent : exponent) > 0;
-}
-
 // Boost.JSON's own DOM builder (boost/json/detail/handler.hpp), except for doubles: the text
 // of each number is collected (it may arrive in parts) and converted exactly.
 struct Handler {
@@ -120,7 +84,7 @@ bool Handler::on_double(double inexact, json::string_view s, error_code& ec) {
   double exact = 0;
   const auto [end, err] = std::from_chars(number.data(), number.data() + number.size(), exact);
   if (err == std::errc::result_out_of_range) {
-    if (too_large(number)) {
+    if (detail::number_too_large(number)) {
       ec = number_out_of_range();
       return false;
     }
@@ -135,6 +99,45 @@ bool Handler::on_double(double inexact, json::string_view s, error_code& ec) {
 }
 
 }  // namespace
+
+namespace detail {
+
+// Its decimal magnitude (the place of its first non-zero digit plus its
+// exponent) is then beyond ±300, so the sign alone decides.
+bool number_too_large(std::string_view text) {
+  constexpr long long kSaturated = 1'000'000'000'000'000;  // beyond any count of digits
+  std::size_t i = text.starts_with('-') ? 1 : 0;
+  long long place = 0;  // digits before the point from the first non-zero one, or minus the
+                        // zeros after the point before it
+  bool nonzero = false;
+  for (; i < text.size() && is_digit(text[i]); ++i) {
+    nonzero = nonzero || text[i] != '0';
+    if (nonzero) ++place;
+  }
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && is_digit(text[i]); ++i) {
+      if (nonzero) continue;
+      if (text[i] == '0') {
+        --place;
+      } else {
+        nonzero = true;
+      }
+    }
+  }
+  long long exponent = 0;
+  bool negative = false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    negative = i < text.size() && text[i] == '-';
+    if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+    for (; i < text.size() && is_digit(text[i]); ++i) {
+      exponent = std::min(exponent * 10 + (text[i] - '0'), kSaturated);
+    }
+  }
+  return place + (negative ? -exponent : exponent) > 0;
+}
+
+}  // namespace detail
 
 struct JsonStreamParser::Impl {
   explicit Impl(const json::parse_options& options) : parser(options, scratch, sizeof scratch) {}

@@ -11,7 +11,6 @@
 
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/parse_options.hpp>
 #include <boost/json/serialize.hpp>
 
 #include "kube/json_parser.h"
@@ -72,34 +71,25 @@ std::string_view type_name(const json::value& v) {
 // request): a Stack review is hundreds of small allocations. The values do not own the arena:
 // with a shared (reference-counted) resource every value built, copied or destroyed would
 // count references atomically, and destroying the DOM would visit every value.
-// Numbers are parsed exactly (kube/json_parser.h), so that a patch quoting one gives the API
-// server the number it sent, and one beyond double's range is refused: it would be echoed as
-// `Infinity`, which is not JSON, and the API server's Go encoder never writes one.
+// The body is whole in memory, so kube::parse_json_text reads it (faster than the stream parser
+// on the escaped JSON kubectl's last-applied-configuration carries: kube/json_text.cpp). Numbers
+// are parsed exactly (kube/json_parser.h), so that a patch quoting one gives the API server the
+// number it sent, and one beyond double's range is refused: it would be echoed as `Infinity`, which
+// is not JSON, and the API server's Go encoder never writes one.
 kube::Result<json::value> parse(std::string_view body, json::monotonic_resource& arena) {
-  json::parse_options opts;
-  opts.max_depth = kMaxJsonDepth;
-  kube::JsonStreamParser p(opts);
-  p.reset(json::storage_ptr(&arena));
   boost::system::error_code ec;
-  const std::size_t used = p.write_some(body, ec);
+  std::size_t at = 0;
+  json::value v = kube::parse_json_text(body, ec, at, json::storage_ptr(&arena), kMaxJsonDepth);
+  if (!ec) return v;
   if (ec == kube::number_out_of_range()) {
-    return bad_request("the number ending at byte " + std::to_string(used) +
+    return bad_request("the number ending at byte " + std::to_string(at) +
                        " is beyond the range of a double");
   }
-  if (ec)
-    return bad_request("body is not JSON at byte " + std::to_string(used) + ": " + ec.message());
-  if (used != body.size()) {
-    return bad_request("unexpected data after the JSON value at byte " + std::to_string(used));
+  if (ec == json::error::extra_data) {
+    return bad_request("unexpected data after the JSON value at byte " + std::to_string(at));
   }
-  p.finish(ec);
-  if (ec == kube::number_out_of_range()) {
-    return bad_request("the number ending the body is beyond the range of a double");
-  }
-  if (ec) {
-    return bad_request("body is not JSON at byte " + std::to_string(body.size()) + ": " +
-                       (body.empty() ? std::string("empty body") : ec.message()));
-  }
-  return p.release();
+  return bad_request("body is not JSON at byte " + std::to_string(at) + ": " +
+                     (body.empty() ? std::string("empty body") : ec.message()));
 }
 
 // Moves an embedded object out of the review, keeping its arena: move-assigning into a value

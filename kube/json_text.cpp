@@ -1,0 +1,504 @@
+// parse_json_text: one whole JSON text, parsed by recursive descent into Boost.JSON's own DOM
+// builder (json::value_stack).
+//
+// Why not boost::json::basic_parser, which kube::JsonStreamParser wraps: that parser is made
+// to resume anywhere in a stream, and after the first escape in a string it copies every
+// following byte singly into a small buffer, checking at each for the end of its input. An
+// admission review carries `kubectl.kubernetes.io/last-applied-configuration`, the whole object
+// again as escaped JSON (a `\"` every few bytes), and that one string cost a third of a Stack
+// review's parse (2.6 of 7.9 us; callgrind: 16 instructions per byte). With the whole text in
+// memory there is nothing to resume, so strings are scanned 16 bytes at a time for the bytes
+// that need a look (quote, backslash, control, non-ASCII) and copied in runs between escapes.
+// The DOM and the numbers are the same as parse_json's (exact doubles, the same integer kinds),
+// and so is what is refused; tests/fuzz/fuzz_json_text.cpp checks both against parse_json.
+// Measured on the bench's reviews (one thread, a fresh arena each): Stack CREATE 7.9 -> 6.9 us,
+// UPDATE 14.8 -> 12.7 us, an AppType (no escapes) 5.2 -> 5.4 us; the rest of the time is the
+// DOM (value_stack, objects, the arena), the same for both. Over TLS, the webhook's CPU per
+// Stack review fell 3.5 us (docs/benchmarks.md).
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include <boost/json/error.hpp>
+#include <boost/json/value_stack.hpp>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "kube/json_parser.h"
+
+namespace kstack::kube {
+
+namespace json = boost::json;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::size_t kScratchBytes = 4096;  // the value stack's initial storage
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// A byte a string's fast scan stops at: '"', '\\', a control character, or one not ASCII.
+bool needs_look(unsigned char c) { return c == '"' || c == '\\' || c < 0x20 || c >= 0x80; }
+
+// The first byte in [p, end) that needs a look, or end.
+const char* scan_string(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i space = _mm_set1_epi8(0x20);
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    // Signed compare: bytes >= 0x80 are negative, so "< 0x20" catches them with the controls.
+    const __m128i hit =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                     _mm_cmplt_epi8(v, space));
+    const int mask = _mm_movemask_epi8(hit);
+    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
+    p += 16;
+  }
+#endif
+  while (p != end && !needs_look(static_cast<unsigned char>(*p))) ++p;
+  return p;
+}
+
+// The length of the well-formed UTF-8 sequence at p (its first byte >= 0x80), or 0 if there is
+// none (Unicode's table 3-7: no overlong forms, no surrogates, nothing beyond U+10FFFF).
+std::size_t utf8_length(const char* p, const char* end) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(p[i]); };
+  const auto cont = [&](std::size_t i, unsigned lo = 0x80, unsigned hi = 0xBF) {
+    return p + i < end && b(i) >= lo && b(i) <= hi;
+  };
+  const unsigned c = b(0);
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c == 0xE0) return cont(1, 0xA0) && cont(2) ? 3 : 0;
+  if (c == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
+  if (c >= 0xE1 && c <= 0xEF) return cont(1) && cont(2) ? 3 : 0;
+  if (c == 0xF0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (c >= 0xF1 && c <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Writes code point `cp` as UTF-8 at `out`; returns the end.
+char* append_utf8(char* out, unsigned cp) {
+  if (cp < 0x80) {
+    *out++ = static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    *out++ = static_cast<char>(0xC0 | (cp >> 6));
+    *out++ = static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    *out++ = static_cast<char>(0xE0 | (cp >> 12));
+    *out++ = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out++ = static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    *out++ = static_cast<char>(0xF0 | (cp >> 18));
+    *out++ = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    *out++ = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out++ = static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+class TextParser {
+ public:
+  TextParser(std::string_view text, json::storage_ptr storage, std::size_t max_depth)
+      : begin_(text.data()),
+        p_(text.data()),
+        end_(text.data() + text.size()),
+        depth_(max_depth),
+        stack_({}, scratch_, sizeof scratch_) {
+    stack_.reset(std::move(storage));
+  }
+
+  json::value run(error_code& ec, std::size_t& offset) {
+    skip_space();
+    if (value()) {
+      skip_space();
+      if (p_ == end_) return stack_.release();
+      ec_ = json::error::extra_data;
+    }
+    ec = ec_;
+    offset = static_cast<std::size_t>(p_ - begin_);
+    return nullptr;
+  }
+
+ private:
+  bool fail(error_code ec) {
+    ec_ = ec;
+    return false;
+  }
+  bool fail(json::error e) { return fail(error_code(e)); }
+  // Ran out of text where more was needed.
+  bool incomplete() {
+    p_ = end_;
+    return fail(json::error::incomplete);
+  }
+
+  void skip_space() {
+    while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+
+  bool value() {
+    if (p_ == end_) return incomplete();
+    switch (*p_) {
+      case '{':
+        return object();
+      case '[':
+        return array();
+      case '"':
+        return string(false);
+      case 't':
+        return literal("true") && (stack_.push_bool(true), true);
+      case 'f':
+        return literal("false") && (stack_.push_bool(false), true);
+      case 'n':
+        return literal("null") && (stack_.push_null(), true);
+      default:
+        if (*p_ == '-' || is_digit(*p_)) return number();
+        return fail(json::error::syntax);
+    }
+  }
+
+  bool literal(std::string_view word) {
+    for (char c : word) {
+      if (p_ == end_) return incomplete();
+      if (*p_ != c) return fail(json::error::syntax);
+      ++p_;
+    }
+    return true;
+  }
+
+  bool enter() {
+    if (depth_ == 0) return fail(json::error::too_deep);
+    --depth_;
+    ++p_;
+    skip_space();
+    return true;
+  }
+
+  bool object() {
+    if (!enter()) return false;
+    std::size_t n = 0;
+    if (p_ != end_ && *p_ == '}') {
+      ++p_;
+    } else {
+      for (;;) {
+        if (p_ == end_) return incomplete();
+        if (*p_ != '"') return fail(json::error::syntax);
+        if (!string(true)) return false;
+        skip_space();
+        if (p_ == end_) return incomplete();
+        if (*p_ != ':') return fail(json::error::syntax);
+        ++p_;
+        skip_space();
+        if (!value()) return false;
+        ++n;
+        skip_space();
+        if (p_ == end_) return incomplete();
+        if (*p_ == '}') {
+          ++p_;
+          break;
+        }
+        if (*p_ != ',') return fail(json::error::syntax);
+        ++p_;
+        skip_space();
+      }
+    }
+    if (n > json::object::max_size()) return fail(json::error::object_too_large);
+    stack_.push_object(n);
+    ++depth_;
+    return true;
+  }
+
+  bool array() {
+    if (!enter()) return false;
+    std::size_t n = 0;
+    if (p_ != end_ && *p_ == ']') {
+      ++p_;
+    } else {
+      for (;;) {
+        if (!value()) return false;
+        ++n;
+        skip_space();
+        if (p_ == end_) return incomplete();
+        if (*p_ == ']') {
+          ++p_;
+          break;
+        }
+        if (*p_ != ',') return fail(json::error::syntax);
+        ++p_;
+        skip_space();
+      }
+    }
+    if (n > json::array::max_size()) return fail(json::error::array_too_large);
+    stack_.push_array(n);
+    ++depth_;
+    return true;
+  }
+
+  // At the opening quote. A string without escapes goes to the value stack straight from the
+  // text; at its first escape it moves to escaped_string().
+  bool string(bool key) {
+    ++p_;
+    const char* const start = p_;
+    for (;;) {
+      const char* q = scan_string(p_, end_);
+      if (q == end_) return incomplete();
+      const auto c = static_cast<unsigned char>(*q);
+      if (c == '"') {
+        p_ = q + 1;
+        return push(key, std::string_view(start, static_cast<std::size_t>(q - start)));
+      }
+      if (c == '\\') {
+        p_ = q;
+        return escaped_string(key, start);
+      }
+      p_ = q;
+      if (!utf8()) return false;
+    }
+  }
+
+  // The rest of a string from its first backslash: unescaped into `unescaped_`, which has room
+  // for the whole rest of the text (unescaping never lengthens it) and 16 bytes more, so that
+  // each 16-byte block is stored whole before its stop byte is looked for; a run between two
+  // escapes costs one block or a few rather than a call and a copy of its own.
+  bool escaped_string(bool key, const char* start) {
+    const auto room = static_cast<std::size_t>(end_ - start) + 16;
+    if (unescaped_size_ < room) {
+      unescaped_ = std::make_unique_for_overwrite<char[]>(room);
+      unescaped_size_ = room;
+    }
+    char* const out_begin = unescaped_.get();
+    const auto prefix = static_cast<std::size_t>(p_ - start);
+    std::memcpy(out_begin, start, prefix);
+    char* out = out_begin + prefix;
+    for (;;) {
+#if defined(__SSE2__)
+      const __m128i quote = _mm_set1_epi8('"');
+      const __m128i backslash = _mm_set1_epi8('\\');
+      const __m128i space = _mm_set1_epi8(0x20);
+      while (end_ - p_ >= 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
+        const __m128i hit =
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                         _mm_cmplt_epi8(v, space));
+        const auto mask = static_cast<unsigned>(_mm_movemask_epi8(hit));
+        if (mask != 0) {
+          const auto n = static_cast<unsigned>(__builtin_ctz(mask));
+          p_ += n;
+          out += n;
+          break;
+        }
+        p_ += 16;
+        out += 16;
+      }
+#endif
+      while (p_ != end_ && !needs_look(static_cast<unsigned char>(*p_))) *out++ = *p_++;
+      if (p_ == end_) return incomplete();
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        ++p_;
+        return push(key, std::string_view(out_begin, static_cast<std::size_t>(out - out_begin)));
+      }
+      if (c == '\\') {
+        ++p_;
+        if (!escape(out)) return false;
+        continue;
+      }
+      const char* const from = p_;
+      if (!utf8()) return false;
+      out = std::copy(from, p_, out);
+    }
+  }
+
+  // At a byte that is a control character or not ASCII: past it if it begins a well-formed
+  // UTF-8 sequence.
+  bool utf8() {
+    if (static_cast<unsigned char>(*p_) < 0x20) return fail(json::error::syntax);
+    const std::size_t n = utf8_length(p_, end_);
+    if (n == 0) return fail(json::error::syntax);
+    p_ += n;
+    return true;
+  }
+
+  bool push(bool key, std::string_view s) {
+    if (s.size() > json::string::max_size()) {
+      return fail(key ? json::error::key_too_large : json::error::string_too_large);
+    }
+    if (key) {
+      stack_.push_key(s);
+    } else {
+      stack_.push_string(s);
+    }
+    return true;
+  }
+
+  // After a backslash: writes what the escape stands for at `out` and moves it past that.
+  bool escape(char*& out) {
+    if (p_ == end_) return incomplete();
+    const char c = *p_++;
+    switch (c) {
+      case '"':
+      case '\\':
+      case '/':
+        *out++ = c;
+        return true;
+      case 'b':
+        *out++ = '\b';
+        return true;
+      case 'f':
+        *out++ = '\f';
+        return true;
+      case 'n':
+        *out++ = '\n';
+        return true;
+      case 'r':
+        *out++ = '\r';
+        return true;
+      case 't':
+        *out++ = '\t';
+        return true;
+      case 'u':
+        break;
+      default:
+        --p_;
+        return fail(json::error::syntax);
+    }
+    unsigned first = 0;
+    if (!hex4(first)) return false;
+    if (first < 0xD800 || first > 0xDFFF) {
+      out = append_utf8(out, first);
+      return true;
+    }
+    if (first > 0xDBFF) return fail(json::error::illegal_leading_surrogate);
+    // A leading surrogate: a trailing one must follow as another \u escape.
+    if (end_ - p_ < 2) return incomplete();
+    if (p_[0] != '\\' || p_[1] != 'u') return fail(json::error::syntax);
+    p_ += 2;
+    unsigned second = 0;
+    if (!hex4(second)) return false;
+    if (second < 0xDC00 || second > 0xDFFF) return fail(json::error::illegal_trailing_surrogate);
+    out = append_utf8(out, ((first - 0xD800) << 10) + (second - 0xDC00) + 0x10000);
+    return true;
+  }
+
+  bool hex4(unsigned& out) {
+    for (int i = 0; i < 4; ++i) {
+      if (p_ == end_) return incomplete();
+      const int d = hex_value(*p_);
+      if (d < 0) return fail(json::error::expected_hex_digit);
+      out = out * 16 + static_cast<unsigned>(d);
+      ++p_;
+    }
+    return true;
+  }
+
+  // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? ; integers that fit 64 bits are int64 (or
+  // uint64 beyond int64), as Boost.JSON makes them; every other number is the double its text
+  // denotes, correctly rounded (std::from_chars), as parse_json.
+  bool number() {
+    const char* const start = p_;
+    const bool negative = *p_ == '-';
+    if (negative) {
+      ++p_;
+      if (p_ == end_) return incomplete();
+      if (!is_digit(*p_)) return fail(json::error::syntax);
+    }
+    std::uint64_t mantissa = 0;
+    bool overflow = false;
+    if (*p_ == '0') {
+      ++p_;
+    } else {
+      for (; p_ != end_ && is_digit(*p_); ++p_) {
+        const auto d = static_cast<std::uint64_t>(*p_ - '0');
+        if (mantissa > (std::numeric_limits<std::uint64_t>::max() - d) / 10) overflow = true;
+        mantissa = mantissa * 10 + d;
+      }
+    }
+    bool integer = true;
+    if (p_ != end_ && *p_ == '.') {
+      integer = false;
+      ++p_;
+      if (p_ == end_) return incomplete();
+      if (!is_digit(*p_)) return fail(json::error::syntax);
+      while (p_ != end_ && is_digit(*p_)) ++p_;
+    }
+    if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
+      integer = false;
+      ++p_;
+      if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (p_ == end_) return incomplete();
+      if (!is_digit(*p_)) return fail(json::error::syntax);
+      // An exponent beyond INT_MAX is refused whatever its sign, as Boost.JSON refuses it.
+      std::int64_t exponent = 0;
+      for (; p_ != end_ && is_digit(*p_); ++p_) {
+        exponent = exponent * 10 + (*p_ - '0');
+        if (exponent > std::numeric_limits<int>::max()) return fail(json::error::exponent_overflow);
+      }
+    }
+    if (integer && !overflow) {
+      constexpr auto kInt64Max =
+          static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+      if (!negative) {
+        if (mantissa <= kInt64Max) {
+          stack_.push_int64(static_cast<std::int64_t>(mantissa));
+        } else {
+          stack_.push_uint64(mantissa);
+        }
+        return true;
+      }
+      if (mantissa <= kInt64Max + 1) {
+        // -(2^63) has no positive int64; the unsigned negation is its two's complement.
+        stack_.push_int64(static_cast<std::int64_t>(~mantissa + 1));
+        return true;
+      }
+    }
+    const std::string_view text(start, static_cast<std::size_t>(p_ - start));
+    double exact = 0;
+    const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), exact);
+    if (err == std::errc::result_out_of_range) {
+      if (detail::number_too_large(text)) return fail(number_out_of_range());
+      exact = negative ? -0.0 : 0.0;
+    } else if (err != std::errc() || end != text.data() + text.size()) {
+      return fail(json::error::syntax);  // not expected for text of JSON's number grammar
+    }
+    stack_.push_double(exact);
+    return true;
+  }
+
+  const char* const begin_;
+  const char* p_;
+  const char* const end_;
+  std::size_t depth_;
+  error_code ec_;
+  std::unique_ptr<char[]> unescaped_;  // see escaped_string()
+  std::size_t unescaped_size_ = 0;
+  unsigned char scratch_[kScratchBytes];
+  json::value_stack stack_;
+};
+
+}  // namespace
+
+json::value parse_json_text(std::string_view text, error_code& ec, std::size_t& offset,
+                            json::storage_ptr storage, std::size_t max_depth) {
+  ec = {};
+  offset = 0;
+  TextParser parser(text, std::move(storage), max_depth);
+  return parser.run(ec, offset);
+}
+
+}  // namespace kstack::kube
