@@ -102,8 +102,8 @@ bool Handler::on_double(double inexact, json::string_view s, error_code& ec) {
 
 namespace detail {
 
-// Its decimal magnitude (the place of its first non-zero digit plus its
-// exponent) is then beyond ±300, so the sign alone decides.
+// A number std::from_chars found out of range has a decimal magnitude (the place of its first
+// non-zero digit plus its exponent) beyond ±300, so the sign of that magnitude alone decides.
 bool number_too_large(std::string_view text) {
   constexpr long long kSaturated = 1'000'000'000'000'000;  // beyond any count of digits
   std::size_t i = text.starts_with('-') ? 1 : 0;

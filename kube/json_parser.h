@@ -55,12 +55,11 @@ boost::json::value parse_json(std::string_view text, boost::system::error_code& 
 // One whole JSON text, as parse_json gives it (the same DOM, exact numbers, refused where it
 // refuses), with strings scanned in blocks: escaped JSON inside a string (kubectl's
 // last-applied-configuration) reads in half the time, a Stack review 10-15 % faster, other
-// text as fast (kube/json_text.cpp says why). Nesting
-// deeper than `max_depth` is refused. On an error, `offset` is the byte where the text went
-// wrong (or its end, when it ended early). One difference from parse_json: a number with an
-// exponent close to INT_MAX (within its count of digits) is read by its value (0, or refused as
-// out of range), where Boost.JSON's answer depends on how many digits it kept; an exponent
-// beyond INT_MAX is refused by both (exponent_overflow).
+// text as fast (kube/json_text.cpp says why). Nesting deeper than `max_depth` is refused. On an
+// error, `offset` is the byte where the text went wrong (or its end, when it ended early). One
+// difference from parse_json: a number with an exponent close to INT_MAX (within its count of
+// digits) is read by its value (0, or refused as out of range), where Boost.JSON's answer depends
+// on how many digits it kept; an exponent beyond INT_MAX is refused by both (exponent_overflow).
 boost::json::value parse_json_text(std::string_view text, boost::system::error_code& ec,
                                    std::size_t& offset, boost::json::storage_ptr storage = {},
                                    std::size_t max_depth = 32);
