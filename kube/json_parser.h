@@ -11,8 +11,11 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/json/parse_options.hpp>
 #include <boost/json/storage_ptr.hpp>
@@ -63,6 +66,32 @@ boost::json::value parse_json(std::string_view text, boost::system::error_code& 
 boost::json::value parse_json_text(std::string_view text, boost::system::error_code& ec,
                                    std::size_t& offset, boost::json::storage_ptr storage = {},
                                    std::size_t max_depth = 32);
+
+// Object members a parse leaves out of its DOM, each named by the keys that lead to it from the
+// root object: {"request", "options"} is the root's request.options. Such a member is still
+// parsed and checked as the rest of the text (a text is refused, and at the same byte, whether
+// or not it is skipped), but nothing of it is built: a reader that never looks at a large part
+// of its input (an admission review's managedFields) does not pay for its DOM. Paths go through
+// objects only; keys are compared unescaped.
+class JsonSkips {
+ public:
+  struct Node {
+    std::string name;
+    bool skip = false;           // this member is left out
+    std::vector<Node> children;  // members below it that are
+  };
+
+  JsonSkips(std::initializer_list<std::initializer_list<std::string_view>> paths);
+  const Node& root() const { return root_; }
+
+ private:
+  Node root_;
+};
+
+// parse_json_text, with the members `skips` names left out of the DOM.
+boost::json::value parse_json_text(std::string_view text, boost::system::error_code& ec,
+                                   std::size_t& offset, boost::json::storage_ptr storage,
+                                   std::size_t max_depth, const JsonSkips& skips);
 
 // The error a number beyond the range of a double gives.
 boost::system::error_code number_out_of_range();

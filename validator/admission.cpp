@@ -80,10 +80,28 @@ std::string_view type_name(const json::value& v) {
 // are parsed exactly (kube/json_parser.h), so that a patch quoting one gives the API server the
 // number it sent, and one beyond double's range is refused: it would be echoed as `Infinity`, which
 // is not JSON, and the API server's Go encoder never writes one.
+// The members no rule reads are parsed (a review is refused for them as for any other part)
+// but left out of the DOM: managedFields, as large as the object itself once several managers
+// wrote it (server-side apply lists every field), and the parts of the request decode_request
+// does not take.
+const kube::JsonSkips& unread_members() {
+  static const kube::JsonSkips skips{
+      {"request", "object", "metadata", "managedFields"},
+      {"request", "oldObject", "metadata", "managedFields"},
+      {"request", "requestKind"},
+      {"request", "requestResource"},
+      {"request", "requestSubResource"},
+      {"request", "options"},
+      {"request", "userInfo", "extra"},
+  };
+  return skips;
+}
+
 kube::Result<json::value> parse(std::string_view body, json::monotonic_resource& arena) {
   boost::system::error_code ec;
   std::size_t at = 0;
-  json::value v = kube::parse_json_text(body, ec, at, json::storage_ptr(&arena), kMaxJsonDepth);
+  json::value v = kube::parse_json_text(body, ec, at, json::storage_ptr(&arena), kMaxJsonDepth,
+                                        unread_members());
   if (!ec) return v;
   if (ec == kube::number_out_of_range()) {
     return bad_request("the number ending at byte " + std::to_string(at) +

@@ -64,7 +64,8 @@ class AdmissionHandler {
 // `object` and `old_object` live in the request's `arena`, which their values do not own
 // (no reference count per value, nothing to free one by one): a copy of either made with
 // the copy constructor uses the same arena and must not outlive the request; copy into
-// another storage (`json::value(v, json::storage_ptr())`) to keep one.
+// another storage (`json::value(v, json::storage_ptr())`) to keep one. Both come without
+// metadata.managedFields, which no rule reads (it is parsed and checked, not kept).
 kube::Result<AdmissionRequest> decode_review(std::string_view body);
 
 // Encodes the AdmissionReview answer for `request` (same apiVersion, echoed uid).

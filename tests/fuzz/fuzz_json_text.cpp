@@ -3,6 +3,9 @@
 // int64 is not a uint64 or a double) and the same values, member order included.
 // Input: byte 0 picks the nesting limit (1..64), the rest is the text.
 //
+// The same text is also parsed with members skipped (kube::JsonSkips), against the whole
+// parse: the same refusal at the same byte, or its DOM with those members erased.
+//
 // One known difference, left out of the comparison: an exponent within a text's length of
 // INT_MAX. Boost.JSON refuses such a number or not (exponent_overflow) by how many of its
 // digits it kept in its 64-bit mantissa, which even depends on where the number sits in its
@@ -43,6 +46,31 @@ bool exponent_near_int_max(std::string_view text) {
   return false;
 }
 
+// The same text with members skipped (kube::JsonSkips; keys short enough for the fuzzer to
+// make): refused with the same error at the same byte, or the whole DOM with them erased.
+void check_skipping(std::string_view text, std::size_t depth, boost::system::error_code ec,
+                    std::size_t offset, const json::value& whole) {
+  static const kstack::kube::JsonSkips skips{{"a"}, {"b", "c"}, {"b", "b", "a"}, {"\xc3\xa9"}};
+  boost::system::error_code skip_ec;
+  std::size_t skip_offset = 0;
+  const json::value got =
+      kstack::kube::parse_json_text(text, skip_ec, skip_offset, {}, depth, skips);
+  if (skip_ec != ec || (ec && skip_offset != offset)) {
+    (void)std::fprintf(stderr, "skipping: %s at byte %zu; whole: %s at byte %zu\n",
+                       skip_ec ? skip_ec.message().c_str() : "ok", skip_offset,
+                       ec ? ec.message().c_str() : "ok", offset);
+    std::abort();
+  }
+  if (ec) return;
+  json::value expected = whole;
+  kstack::testing::erase_skipped(expected, skips.root());
+  if (!same_json(expected, got)) {
+    (void)std::fprintf(stderr, "whole, erased: %s\nskipping: %s\n",
+                       json::serialize(expected).c_str(), json::serialize(got).c_str());
+    std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -75,6 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                          boost_ec.message().c_str(), ec.message().c_str());
       std::abort();
     }
+    check_skipping(text, depth, ec, offset, got);
     return 0;
   }
   if (!same_json(expected, got)) {
@@ -82,5 +111,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                        json::serialize(expected).c_str(), json::serialize(got).c_str());
     std::abort();
   }
+  check_skipping(text, depth, ec, offset, got);
   return 0;
 }

@@ -9,6 +9,8 @@
 
 #include <boost/json/value.hpp>
 
+#include "kube/json_parser.h"
+
 namespace kstack::testing {
 
 inline bool same_json(const boost::json::value& a, const boost::json::value& b) {
@@ -40,6 +42,20 @@ inline bool same_json(const boost::json::value& a, const boost::json::value& b) 
     }
     default:
       return a == b;
+  }
+}
+
+// `v` with the members `node` names erased after the fact: what a parse that skips them must
+// give (kube::JsonSkips). Paths go through objects only, as the parser's do.
+inline void erase_skipped(boost::json::value& v, const kube::JsonSkips::Node& node) {
+  auto* object = v.if_object();
+  if (object == nullptr) return;
+  for (const auto& child : node.children) {
+    if (child.skip) {
+      object->stable_erase(child.name);  // erase() would move the last member into its place
+    } else if (auto* member = object->if_contains(child.name)) {
+      erase_skipped(*member, child);
+    }
   }
 }
 
