@@ -330,6 +330,7 @@ class TextParser {
       const __m128i quote = _mm_set1_epi8('"');
       const __m128i backslash = _mm_set1_epi8('\\');
       const __m128i space = _mm_set1_epi8(0x20);
+      bool stopped = false;  // at a stop byte, found in a block
       while (end_ - p_ >= 16) {
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
@@ -341,24 +342,34 @@ class TextParser {
           const auto n = static_cast<unsigned>(__builtin_ctz(mask));
           p_ += n;
           out += n;
+          stopped = true;
           break;
         }
         p_ += 16;
         out += 16;
       }
+      if (!stopped)
 #endif
-      while (p_ != end_ && !needs_look(static_cast<unsigned char>(*p_))) *out++ = *p_++;
-      if (p_ == end_) return incomplete();
+      {
+        while (p_ != end_ && !needs_look(static_cast<unsigned char>(*p_))) *out++ = *p_++;
+        if (p_ == end_) return incomplete();
+      }
       const auto c = static_cast<unsigned char>(*p_);
+      if (c == '\\') {
+        // Escaped JSON in a string is mostly \" and \\: those without a call.
+        if (end_ - p_ >= 2 && (p_[1] == '"' || p_[1] == '\\')) {
+          *out++ = p_[1];
+          p_ += 2;
+          continue;
+        }
+        ++p_;
+        if (!escape(out)) return false;
+        continue;
+      }
       if (c == '"') {
         ++p_;
         result = std::string_view(out_begin, static_cast<std::size_t>(out - out_begin));
         return checked_size(result, key);
-      }
-      if (c == '\\') {
-        ++p_;
-        if (!escape(out)) return false;
-        continue;
       }
       const char* const from = p_;
       if (!utf8()) return false;
