@@ -7,6 +7,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include <boost/json/monotonic_resource.hpp>
@@ -273,6 +275,49 @@ std::string base64(std::string_view in) {
   return out;
 }
 
+// `s` as a JSON string, quotes included, escaped as Boost.JSON's serializer escapes it: `"`,
+// `\\` and control characters; other bytes as they are (the strings come from the parsed review
+// or from kstack's own messages).
+void append_json_string(std::string& out, std::string_view s) {
+  constexpr std::string_view kHex = "0123456789abcdef";
+  out += '"';
+  std::size_t run = 0;  // start of the bytes not yet appended
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s, run, i - run);
+    run = i + 1;
+    out += '\\';
+    switch (c) {
+      case '"':
+      case '\\':
+        out += static_cast<char>(c);
+        break;
+      case '\b':
+        out += 'b';
+        break;
+      case '\f':
+        out += 'f';
+        break;
+      case '\n':
+        out += 'n';
+        break;
+      case '\r':
+        out += 'r';
+        break;
+      case '\t':
+        out += 't';
+        break;
+      default:
+        out += "u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xf];
+    }
+  }
+  out.append(s, run);
+  out += '"';
+}
+
 }  // namespace
 
 kube::Result<AdmissionRequest> decode_review(std::string_view body) {
@@ -305,36 +350,61 @@ kube::Result<AdmissionRequest> decode_review(std::string_view body) {
 }
 
 std::string encode_review(const AdmissionRequest& request, const AdmissionResponse& response) {
-  // The answer's DOM in a buffer on the stack (more from the heap only for long messages or
-  // patches): it is built, serialized and dropped, a dozen allocations otherwise.
-  unsigned char buffer[2048];
-  json::monotonic_resource arena(buffer, sizeof buffer);
-  const json::storage_ptr storage(&arena);
-  json::object out(storage);
-  out["uid"] = request.uid;
-  out["allowed"] = response.allowed;
+  // Written straight into one string rather than built as a DOM and serialized: the answer has
+  // one fixed shape, and the DOM (a dozen members, each looked up on insertion) cost as much as
+  // the rest of an allow-all answer's encoding (callgrind: 5.1k instructions, now ~1k).
+  const std::optional<std::string> patch =
+      response.patch && !response.patch->empty()
+          ? std::optional<std::string>(base64(json::serialize(*response.patch)))
+          : std::nullopt;
+  std::size_t size = 160 + request.uid.size() + response.reason.size() +
+                     response.message.size() * 2 + (patch ? patch->size() : 0);
+  for (const auto& w : response.warnings) size += w.size() + 3;
+  std::string out;
+  out.reserve(size);
+  out += R"({"apiVersion":)";
+  append_json_string(out,
+                     request.api_version.empty() ? kV1 : std::string_view(request.api_version));
+  out += R"(,"kind":"AdmissionReview","response":{"uid":)";
+  append_json_string(out, request.uid);
+  out += response.allowed ? R"(,"allowed":true)" : R"(,"allowed":false)";
   if (!response.allowed || response.code != 0 || !response.message.empty()) {
-    json::object status(storage);
-    if (!response.allowed) status["status"] = "Failure";
-    if (response.code != 0) status["code"] = response.code;
-    if (!response.reason.empty()) status["reason"] = response.reason;
-    if (!response.message.empty()) status["message"] = response.message;
-    out["status"] = std::move(status);
+    out += R"(,"status":{)";
+    const std::size_t open = out.size();
+    const auto member = [&](std::string_view name) {
+      if (out.size() != open) out += ',';
+      out += name;
+    };
+    if (!response.allowed) member(R"("status":"Failure")");
+    if (response.code != 0) {
+      member(R"("code":)");
+      out += std::to_string(response.code);
+    }
+    if (!response.reason.empty()) {
+      member(R"("reason":)");
+      append_json_string(out, response.reason);
+    }
+    if (!response.message.empty()) {
+      member(R"("message":)");
+      append_json_string(out, response.message);
+    }
+    out += '}';
   }
-  if (response.patch && !response.patch->empty()) {
-    out["patchType"] = "JSONPatch";
-    out["patch"] = base64(json::serialize(*response.patch));
+  if (patch) {
+    out += R"(,"patchType":"JSONPatch","patch":")";
+    out += *patch;  // base64: nothing to escape
+    out += '"';
   }
   if (!response.warnings.empty()) {
-    json::array warnings(storage);
-    for (const auto& w : response.warnings) warnings.emplace_back(w);
-    out["warnings"] = std::move(warnings);
+    out += R"(,"warnings":[)";
+    for (std::size_t i = 0; i < response.warnings.size(); ++i) {
+      if (i != 0) out += ',';
+      append_json_string(out, response.warnings[i]);
+    }
+    out += ']';
   }
-  json::object review(storage);
-  review["apiVersion"] = request.api_version.empty() ? std::string(kV1) : request.api_version;
-  review["kind"] = kKind;
-  review["response"] = std::move(out);
-  return json::serialize(review);
+  out += "}}";
+  return out;
 }
 
 }  // namespace kstack::validator

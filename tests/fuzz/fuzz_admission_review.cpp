@@ -115,6 +115,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   denial.warnings = {request->username, request->namespace_name};
   const json::object response =
       check_envelope(kstack::validator::encode_review(*request, denial), *request);
+  // The answer is written without a DOM: the strings quoted back must read back as they were.
+  const json::value* status = response.if_contains("status");
+  if (status == nullptr || !status->is_object() ||
+      status->get_object().if_contains("message") == nullptr ||
+      status->get_object().at("message") != json::value("spec.app: " + request->name)) {
+    fail("status.message does not read back", json::serialize(response));
+  }
+  if (response.if_contains("warnings") == nullptr ||
+      response.at("warnings") != json::value(json::array{json::string(request->username),
+                                                         json::string(request->namespace_name)})) {
+    fail("warnings do not read back", json::serialize(response));
+  }
   const json::value* encoded_patch = response.if_contains("patch");
   if (encoded_patch == nullptr || !encoded_patch->is_string()) fail("no patch", "");
   const std::string decoded = decode_base64(encoded_patch->get_string());

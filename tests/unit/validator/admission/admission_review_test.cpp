@@ -168,6 +168,37 @@ TEST(AdmissionReview, EncodesADenialWithStatusAndWarnings) {
   EXPECT_EQ(response.at("warnings"), (boost::json::array{"spec.foo is deprecated", "second"}));
 }
 
+// The answer is written without a DOM (validator/admission.cpp): its strings must be escaped
+// exactly as Boost.JSON's serializer escapes them, every byte value included.
+TEST(AdmissionReview, EscapesTheAnswersStringsAsTheJsonSerializerDoes) {
+  auto request = decode_review(review_body("admission.k8s.io/v1", "u\"1\\", "s"));
+  ASSERT_TRUE(request) << request.error().message;
+  std::string every_byte;
+  for (int c = 1; c < 256; ++c) every_byte += static_cast<char>(c);
+  for (const std::string& text :
+       {std::string("plain"), std::string("quote \" backslash \\ slash / tab \t nl \n"),
+        std::string("\x01\x1f\x7f caf\xc3\xa9 \xe2\x82\xac"), every_byte, std::string()}) {
+    AdmissionResponse r = AdmissionResponse::deny(422, text, text);
+    r.warnings = {text, "w"};
+    const std::string encoded = encode_review(*request, r);
+    const std::string quoted = boost::json::serialize(boost::json::string(text));
+    if (!text.empty()) {
+      EXPECT_NE(encoded.find(R"("message":)" + quoted), std::string::npos) << encoded;
+      EXPECT_NE(encoded.find(R"("reason":)" + quoted), std::string::npos) << encoded;
+    }
+    EXPECT_NE(encoded.find(R"("warnings":[)" + quoted + R"(,"w"])"), std::string::npos) << encoded;
+    EXPECT_NE(encoded.find(R"("uid":)" + boost::json::serialize(boost::json::string("u\"1\\"))),
+              std::string::npos)
+        << encoded;
+    if (text == every_byte) continue;  // not UTF-8: no JSON parser takes it back
+    auto out = parse_json(encoded);
+    EXPECT_EQ(out.at("response").at("warnings").at(0), text.c_str());
+    if (!text.empty()) {
+      EXPECT_EQ(out.at("response").at("status").at("message"), text.c_str());
+    }
+  }
+}
+
 TEST(AdmissionReview, EncodesAPatchAsBase64JsonPatch) {
   auto request = decode_review(review_body("admission.k8s.io/v1beta1", "u2", "s"));
   ASSERT_TRUE(request);
