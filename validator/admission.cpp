@@ -129,7 +129,8 @@ void take_object(json::object& from, std::string_view key, json::value& to) {
 // is kept (with its path) and later reads become no-ops.
 class Reader {
  public:
-  Reader(const json::object& object, std::string path) : object_(object), path_(std::move(path)) {}
+  // `path` (a literal) names the object in messages.
+  Reader(const json::object& object, std::string_view path) : object_(object), path_(path) {}
 
   // A string member; `required` makes absence (or null) an error.
   std::string string(std::string_view key, bool required = false) {
@@ -178,7 +179,10 @@ class Reader {
   }
 
   std::string at(std::string_view key) const {
-    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+    std::string out(path_);
+    if (!out.empty()) out += '.';
+    out += key;
+    return out;
   }
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
@@ -201,7 +205,7 @@ class Reader {
   }
 
   const json::object& object_;
-  std::string path_;
+  std::string_view path_;
   std::string error_;
 };
 
