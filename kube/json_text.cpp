@@ -541,33 +541,37 @@ class TextParser {
 
 }  // namespace
 
-json::value parse_json_text(std::string_view text, error_code& ec, std::size_t& offset,
-                            json::storage_ptr storage, std::size_t max_depth) {
+namespace {
+
+json::value parse(std::string_view text, error_code& ec, std::size_t& offset,
+                  json::storage_ptr storage, std::size_t max_depth, const Skip* skips) {
   ec = {};
   offset = 0;
-  TextParser parser(text, std::move(storage), max_depth, nullptr);
+  TextParser parser(text, std::move(storage), max_depth, skips);
   return parser.run(ec, offset);
+}
+
+}  // namespace
+
+json::value parse_json_text(std::string_view text, error_code& ec, std::size_t& offset,
+                            json::storage_ptr storage, std::size_t max_depth) {
+  return parse(text, ec, offset, std::move(storage), max_depth, nullptr);
 }
 
 json::value parse_json_text(std::string_view text, error_code& ec, std::size_t& offset,
                             json::storage_ptr storage, std::size_t max_depth,
                             const JsonSkips& skips) {
-  ec = {};
-  offset = 0;
-  TextParser parser(text, std::move(storage), max_depth, &skips.root());
-  return parser.run(ec, offset);
+  return parse(text, ec, offset, std::move(storage), max_depth, &skips.root());
 }
 
 JsonSkips::JsonSkips(std::initializer_list<std::initializer_list<std::string_view>> paths) {
   for (const auto& path : paths) {
     Node* node = &root_;
     for (std::string_view key : path) {
-      Node* child = nullptr;
-      for (Node& c : node->children) {
-        if (c.name == key) child = &c;
-      }
-      if (child == nullptr) child = &node->children.emplace_back(Node{std::string(key), false, {}});
-      node = child;
+      auto child = std::ranges::find(node->children, key, &Node::name);
+      node = child != node->children.end()
+                 ? &*child
+                 : &node->children.emplace_back(Node{std::string(key), false, {}});
     }
     if (node != &root_) node->skip = true;
   }
