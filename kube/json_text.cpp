@@ -325,14 +325,19 @@ class TextParser {
     const auto prefix = static_cast<std::size_t>(p_ - start);
     std::memcpy(out_begin, start, prefix);
     char* out = out_begin + prefix;
+    // The loop works on locals: `out` is a char*, which may alias anything, so a store through it
+    // would make the compiler reload the members `p_` and `end_` after every byte it writes.
+    // `p_` is brought up to date before each call that reads it (escape, utf8, incomplete).
+    const char* p = p_;
+    const char* const end = end_;
     for (;;) {
 #if defined(__SSE2__)
       const __m128i quote = _mm_set1_epi8('"');
       const __m128i backslash = _mm_set1_epi8('\\');
       const __m128i space = _mm_set1_epi8(0x20);
       bool stopped = false;  // at a stop byte, found in a block
-      while (end_ - p_ >= 16) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
+      while (end - p >= 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
         const __m128i hit =
             _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
@@ -340,40 +345,45 @@ class TextParser {
         const auto mask = static_cast<unsigned>(_mm_movemask_epi8(hit));
         if (mask != 0) {
           const auto n = static_cast<unsigned>(__builtin_ctz(mask));
-          p_ += n;
+          p += n;
           out += n;
           stopped = true;
           break;
         }
-        p_ += 16;
+        p += 16;
         out += 16;
       }
       if (!stopped)
 #endif
       {
-        while (p_ != end_ && !needs_look(static_cast<unsigned char>(*p_))) *out++ = *p_++;
-        if (p_ == end_) return incomplete();
+        while (p != end && !needs_look(static_cast<unsigned char>(*p))) *out++ = *p++;
+        if (p == end) {
+          p_ = p;
+          return incomplete();
+        }
       }
-      const auto c = static_cast<unsigned char>(*p_);
+      const auto c = static_cast<unsigned char>(*p);
       if (c == '\\') {
         // Escaped JSON in a string is mostly \" and \\: those without a call.
-        if (end_ - p_ >= 2 && (p_[1] == '"' || p_[1] == '\\')) {
-          *out++ = p_[1];
-          p_ += 2;
+        if (end - p >= 2 && (p[1] == '"' || p[1] == '\\')) {
+          *out++ = p[1];
+          p += 2;
           continue;
         }
-        ++p_;
+        p_ = p + 1;
         if (!escape(out)) return false;
+        p = p_;
         continue;
       }
       if (c == '"') {
-        ++p_;
+        p_ = p + 1;
         result = std::string_view(out_begin, static_cast<std::size_t>(out - out_begin));
         return checked_size(result, key);
       }
-      const char* const from = p_;
+      p_ = p;
       if (!utf8()) return false;
-      out = std::copy(from, p_, out);
+      out = std::copy(p, p_, out);
+      p = p_;
     }
   }
 
