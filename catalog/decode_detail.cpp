@@ -201,7 +201,7 @@ StringMap Decoder::quantity_map(const json::object& parent, std::string_view key
   return out;
 }
 
-void Decoder::opaque(json::value& into, const json::object& parent, std::string_view key,
+void Decoder::opaque(JsonMember& into, const json::object& parent, std::string_view key,
                      std::string_view path, json::kind expected) {
   const auto* v = present(parent, key);
   if (v != nullptr && v->kind() != expected) {
@@ -209,7 +209,13 @@ void Decoder::opaque(json::value& into, const json::object& parent, std::string_
           fmt::format("must be {}, not {}", kind_name(expected), kind_name(v->kind())));
     v = nullptr;
   }
-  place(into, v != nullptr ? json::value(*v, storage_) : json::value(nullptr, storage_));
+  if (v == nullptr) {
+    into = JsonMember();
+  } else if (borrow_) {
+    into = JsonMember::view(*v);
+  } else {
+    into = json::value(*v, storage_);  // the default storage: the copy outlives the object
+  }
 }
 
 void check_kind(const json::object& object, std::string_view kind, Decoder& d) {

@@ -20,12 +20,14 @@ namespace kstack::catalog::detail {
 
 class Decoder {
  public:
-  // `storage` is where opaque() and int_or_string() put their values: the default (the
-  // model's members own their copies), or the decoded object's own storage when the model
-  // borrows the object (DecodeSource::kBorrow: the admission webhook's request arena, where
-  // a copy is a bump allocation and freeing it is nothing).
-  explicit Decoder(FieldErrors& errors, boost::json::storage_ptr storage = {})
-      : errors_(errors), storage_(std::move(storage)) {}
+  // `borrowed`: the object decoded, when the model borrows it (DecodeSource::kBorrow, as the
+  // admission webhook does with its request arena). Then opaque() takes views of its members
+  // and int_or_string() puts its values in the object's own storage (a bump allocation there,
+  // and freeing it is nothing). Else (null) the model's members own their copies.
+  explicit Decoder(FieldErrors& errors, const boost::json::value* borrowed = nullptr)
+      : errors_(errors),
+        storage_(borrowed != nullptr ? borrowed->storage() : boost::json::storage_ptr()),
+        borrow_(borrowed != nullptr) {}
 
   void error(std::string field, std::string reason);
 
@@ -53,8 +55,9 @@ class Decoder {
   // when absent. Doubles with an integral value are accepted as integers.
   void int_or_string(boost::json::value& into, const boost::json::object& parent,
                      std::string_view key, std::string_view path);
-  // Any JSON value of the given shape (kept opaque): array or object; null when absent.
-  void opaque(boost::json::value& into, const boost::json::object& parent, std::string_view key,
+  // Any JSON value of the given shape (kept opaque): array or object; null when absent. A view
+  // of the object's own member when the decoder borrows (see the constructor), else a copy.
+  void opaque(JsonMember& into, const boost::json::object& parent, std::string_view key,
               std::string_view path, boost::json::kind expected);
 
  private:
@@ -63,6 +66,7 @@ class Decoder {
 
   FieldErrors& errors_;
   boost::json::storage_ptr storage_;
+  bool borrow_;
 };
 
 // The value of a present, non-null field; nullptr otherwise.

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/json/value.hpp>
@@ -246,6 +247,36 @@ struct AppType {
 
 // ---- Stack ----
 
+// A member the model keeps as JSON (a role's env, affinity, tolerations): its own copy, or, in
+// a model decoded with DecodeSource::kBorrow, the decoded object's member itself (no copy; it
+// lives as long as `Stack::borrowed` does, and so do copies of it).
+class JsonMember {
+ public:
+  JsonMember() = default;
+  JsonMember(boost::json::value v) : own_(std::move(v)) {}  // NOLINT: as a json::value member
+  JsonMember& operator=(boost::json::value v) {
+    own_ = std::move(v);
+    view_ = nullptr;
+    return *this;
+  }
+  static JsonMember view(const boost::json::value& of) {
+    JsonMember m;
+    m.view_ = &of;
+    return m;
+  }
+
+  const boost::json::value& get() const noexcept { return view_ != nullptr ? *view_ : own_; }
+  const boost::json::value& operator*() const noexcept { return get(); }
+  const boost::json::value* operator->() const noexcept { return &get(); }
+  // Whether this is a view of a borrowed object's member rather than a copy.
+  bool is_view() const noexcept { return view_ != nullptr; }
+  friend bool operator==(const JsonMember& a, const boost::json::value& b) { return a.get() == b; }
+
+ private:
+  boost::json::value own_;
+  const boost::json::value* view_ = nullptr;
+};
+
 struct ResourceRequirements {
   StringMap requests;  // resource name -> quantity text
   StringMap limits;
@@ -269,10 +300,10 @@ struct StackRole {
   std::optional<std::int64_t> members;
   ResourceRequirements resources;
   std::optional<StorageSpec> storage;
-  boost::json::value env;       // array of core EnvVar, or null
-  boost::json::value affinity;  // core Affinity, or null
+  JsonMember env;       // array of core EnvVar, or null
+  JsonMember affinity;  // core Affinity, or null
   StringMap node_selector;
-  boost::json::value tolerations;  // array of core Toleration, or null
+  JsonMember tolerations;  // array of core Toleration, or null
   StringMap pod_labels;
   StringMap pod_annotations;
   StringMap service_labels;

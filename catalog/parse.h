@@ -21,11 +21,12 @@ namespace kstack::catalog {
 
 AppType decode_apptype(const boost::json::value& object, FieldErrors& errors);
 Stack decode_stack(const boost::json::value& object, FieldErrors& errors);
-// kCopy keeps a copy of the object in `raw`; kBorrow only points `borrowed` at it and copies
-// the model's JSON members (env, affinity, tolerations...) into the object's own storage, for
-// a caller that keeps the object and its storage alive as long as the result and its copies
-// (the admission webhook: the request's arena), saving a copy of every object decoded and
-// the frees of those members. to_json reads either.
+// kCopy keeps a copy of the object in `raw`; kBorrow only points `borrowed` at it, makes the
+// model's JSON members (a role's env, affinity, tolerations) views of the object's own, and
+// puts its other JSON values (an AppType role's minAvailable) in the object's storage, for a
+// caller that keeps the object and its storage alive as long as the result and its copies
+// (the admission webhook: the request's arena), saving a copy of every object decoded and of
+// those members. to_json reads either.
 enum class DecodeSource { kCopy, kBorrow };
 AppType decode_apptype(const boost::json::value& object, FieldErrors& errors, DecodeSource source);
 Stack decode_stack(const boost::json::value& object, FieldErrors& errors, DecodeSource source);

@@ -157,9 +157,9 @@ AppType decode_apptype(const json::value& object, FieldErrors& errors, DecodeSou
   } else {
     a.raw = object;
   }
-  // Borrowing, the model's opaque values (env, affinity...) are copied into the object's own
-  // storage too: they live as long as the object does, no longer.
-  Decoder d(errors, source == DecodeSource::kBorrow ? object.storage() : json::storage_ptr());
+  // Borrowing, the model's JSON values (a role's minAvailable) are put in the object's own
+  // storage: they live as long as the object does, no longer.
+  Decoder d(errors, source == DecodeSource::kBorrow ? &object : nullptr);
   const auto* o = object.if_object();
   if (o == nullptr) {
     d.error("", "an AppType must be a JSON object");

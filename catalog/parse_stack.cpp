@@ -72,9 +72,9 @@ Stack decode_stack(const json::value& object, FieldErrors& errors, DecodeSource 
   } else {
     s.raw = object;
   }
-  // Borrowing, the model's opaque values (env, affinity...) are copied into the object's own
-  // storage too: they live as long as the object does, no longer.
-  Decoder d(errors, source == DecodeSource::kBorrow ? object.storage() : json::storage_ptr());
+  // Borrowing, the model's opaque values (env, affinity, tolerations) are views of the
+  // object's members: they live as long as the object does, no longer.
+  Decoder d(errors, source == DecodeSource::kBorrow ? &object : nullptr);
   const auto* o = object.if_object();
   if (o == nullptr) {
     d.error("", "a Stack must be a JSON object");

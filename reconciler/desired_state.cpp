@@ -126,7 +126,7 @@ json::object app_container(const AppType& app, const catalog::StackRole& role,
   if (!ports.empty()) container["ports"] = ports;
   auto res = resources_json(role.resources);
   if (!res.empty()) container["resources"] = std::move(res);
-  if (role.env.is_array() && !role.env.as_array().empty()) container["env"] = role.env;
+  if (role.env->is_array() && !role.env->as_array().empty()) container["env"] = *role.env;
   if (app_role.container_spec.stdin_open) container["stdin"] = true;
   if (app_role.container_spec.tty) container["tty"] = true;
   if (app_role.readiness_probe) container["readinessProbe"] = probe_json(*app_role.readiness_probe);
@@ -164,9 +164,9 @@ json::value statefulset(const Stack& stack, const AppType& app, const KStackConf
   json::object pod_spec{{"containers", json::array{std::move(container)}}};
   if (!volumes.empty()) pod_spec["volumes"] = std::move(volumes);
   if (!role.node_selector.empty()) pod_spec["nodeSelector"] = to_object(role.node_selector);
-  if (!role.affinity.is_null()) pod_spec["affinity"] = role.affinity;
-  if (role.tolerations.is_array() && !role.tolerations.as_array().empty()) {
-    pod_spec["tolerations"] = role.tolerations;
+  if (!role.affinity->is_null()) pod_spec["affinity"] = *role.affinity;
+  if (role.tolerations->is_array() && !role.tolerations->as_array().empty()) {
+    pod_spec["tolerations"] = *role.tolerations;
   }
   if (!role.service_account_name.empty())
     pod_spec["serviceAccountName"] = role.service_account_name;

@@ -177,7 +177,7 @@ void check_maps(const catalog::StackRole& role, const std::string& p, Violations
 
 // Kubernetes' IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]*
 void check_env(const catalog::StackRole& role, const std::string& p, Violations& out) {
-  const auto* env = role.env.if_array();
+  const auto* env = role.env->if_array();
   if (env == nullptr) return;
   for (std::size_t i = 0; i < env->size(); ++i) {
     const auto name_path = [&] { return child_path(index_path(child_path(p, "env"), i), "name"); };

@@ -251,10 +251,10 @@ TEST(Catalog, DecodeStackCopiesOrBorrowsTheObject) {
   EXPECT_TRUE(errors.empty());
 }
 
-// Borrowing, the model's JSON members are copied into the object's own storage (the webhook's
-// request arena: bump allocations, nothing to free); copying, into the default storage, as
-// the model outlives the object.
-TEST(Catalog, DecodeStackBorrowingPutsItsJsonMembersInTheObjectsStorage) {
+// Borrowing, the model's JSON members are views of the object's own (the webhook's request
+// arena: nothing copied, nothing to free); copying, copies in the default storage, as the model
+// outlives the object.
+TEST(Catalog, DecodeStackBorrowingViewsItsJsonMembers) {
   json::monotonic_resource arena;
   json::value object(stack("team-a", "s", "db", "local"), json::storage_ptr(&arena));
   auto& roles = object.at("spec").at("roles").as_array();
@@ -271,13 +271,17 @@ TEST(Catalog, DecodeStackBorrowingPutsItsJsonMembersInTheObjectsStorage) {
   EXPECT_EQ(r.env, role["env"]);
   EXPECT_EQ(r.affinity, role["affinity"]);
   EXPECT_EQ(r.tolerations, role["tolerations"]);
-  for (const json::value* v : {&r.env, &r.affinity, &r.tolerations}) {
-    EXPECT_EQ(v->storage().get(), &arena) << json::serialize(*v);
-  }
+  // Borrowing, the members are the object's own, not copies.
+  EXPECT_EQ(&*r.env, role.if_contains("env"));
+  EXPECT_EQ(&*r.affinity, role.if_contains("affinity"));
+  EXPECT_EQ(&*r.tolerations, role.if_contains("tolerations"));
   const Stack copied = decode_stack(object, errors);
-  for (const json::value* v : {&copied.spec.roles[0].env, &copied.spec.roles[0].affinity,
-                               &copied.spec.roles[0].tolerations}) {
-    EXPECT_EQ(v->storage().get(), json::storage_ptr().get()) << json::serialize(*v);
+  const auto& c = copied.spec.roles[0];
+  EXPECT_EQ(c.env, role["env"]);
+  for (const JsonMember* m : {&c.env, &c.affinity, &c.tolerations}) {
+    const json::value& v = **m;
+    EXPECT_FALSE(m->is_view()) << json::serialize(v);
+    EXPECT_EQ(v.storage().get(), json::storage_ptr().get()) << json::serialize(v);
   }
 }
 

@@ -285,10 +285,10 @@ TEST(ParseStack, DecodesSpecAndStatus) {
   ASSERT_TRUE(role.storage.has_value());
   EXPECT_EQ(role.storage->size, "20Gi");
   EXPECT_EQ(role.storage->storage_class_name, "fast");
-  EXPECT_TRUE(role.env.is_array());
-  EXPECT_TRUE(role.affinity.is_object());
+  EXPECT_TRUE(role.env->is_array());
+  EXPECT_TRUE(role.affinity->is_object());
   EXPECT_EQ(role.node_selector.at("disk"), "ssd");
-  EXPECT_TRUE(role.tolerations.is_array());
+  EXPECT_TRUE(role.tolerations->is_array());
   EXPECT_EQ(role.pod_labels.at("team"), "a");
   EXPECT_EQ(role.pod_annotations.at("note"), "x");
   EXPECT_EQ(role.service_labels.at("svc"), "y");
