@@ -7,6 +7,8 @@
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include "kube/json_member.h"
+
 namespace kstack::catalog::detail {
 namespace json = boost::json;
 
@@ -32,7 +34,7 @@ std::string_view kind_name(json::kind k) {
 }  // namespace
 
 const json::value* present(const json::object& parent, std::string_view key) {
-  const auto* v = parent.if_contains(key);
+  const auto* v = kube::member(parent, key);
   if (v == nullptr || v->is_null()) return nullptr;
   return v;
 }

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "kube/json_member.h"
+
 namespace kstack::kube {
 namespace json = boost::json;
 
@@ -15,9 +17,13 @@ bool int_equal(std::int64_t i, std::uint64_t u) noexcept {
 
 bool json_equal(const json::object& a, const json::object& b) noexcept {
   if (a.size() != b.size()) return false;
-  for (const auto& member : a) {  // by reference: the point of this function
-    const auto* other = b.if_contains(member.key());
-    if (other == nullptr || !json_equal(member.value(), *other)) return false;
+  // Two versions of one object (a spec before and after) mostly keep their members' order:
+  // the member at the same place is tried before a look-up.
+  const auto* at = b.begin();
+  for (const auto& m : a) {  // by reference: the point of this function
+    const json::value* other = at->key() == m.key() ? &at->value() : member(b, m.key());
+    if (other == nullptr || !json_equal(m.value(), *other)) return false;
+    ++at;  // a and b are of one size: `at` stays in b
   }
   return true;
 }

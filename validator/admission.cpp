@@ -15,6 +15,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "kube/json_member.h"
 #include "kube/json_parser.h"
 
 namespace kstack::validator {
@@ -193,7 +194,7 @@ class Reader {
  private:
   const json::value* find(std::string_view key, bool required) {
     if (!ok()) return nullptr;
-    const json::value* v = object_.if_contains(key);
+    const json::value* v = kube::member(object_, key);
     if (v == nullptr || v->is_null()) {
       if (required) fail("missing " + at(key));
       return nullptr;

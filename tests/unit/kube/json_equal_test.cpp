@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <new>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <gtest/gtest.h>
+
+#include "kube/json_member.h"
 
 namespace kstack::kube {
 namespace {
@@ -64,6 +67,12 @@ const std::vector<std::pair<std::string, std::string>> kPairs = {
     {R"({"a":1})", R"({"a":1,"b":null})"},
     {R"({"a":{"b":[{"c":"d"}]}})", R"({"a":{"b":[{"c":"d"}]}})"},
     {R"({"a":{"b":[{"c":"d"}]}})", R"({"a":{"b":[{"c":"e"}]}})"},
+    // Same place, then another: the positional try must fall back to a look-up.
+    {R"({"a":1,"b":2,"c":3})", R"({"a":1,"c":3,"b":2})"},
+    {R"({"a":1,"b":2,"c":3})", R"({"a":1,"c":2,"b":3})"},
+    {R"({"ab":1,"ac":2})", R"({"ac":2,"ab":1})"},  // one size, one first byte
+    {R"({"ab":1,"ac":2})", R"({"ab":1,"ad":2})"},
+    {R"({"a":1,"b":2})", R"({"b":1,"a":2})"},
 };
 
 TEST(JsonEqual, AgreesWithBoostJsonOnEveryKindAndDifference) {
@@ -79,6 +88,35 @@ TEST(JsonEqual, AgreesWithBoostJsonOnEveryKindAndDifference) {
   EXPECT_TRUE(json_equal(i, u));
   EXPECT_TRUE(json_equal(u, i));
   EXPECT_FALSE(json_equal(json::value(std::int64_t{-1}), json::value(~std::uint64_t{0})));
+}
+
+// Objects of more members than Boost scans (it hashes their keys), in orders that differ.
+TEST(JsonEqual, AgreesWithBoostJsonOnLargeObjects) {
+  json::object a;
+  json::object reversed;
+  for (int i = 0; i < 40; ++i) a["k" + std::to_string(i)] = i;
+  for (int i = 39; i >= 0; --i) reversed["k" + std::to_string(i)] = i;
+  EXPECT_TRUE(json_equal(a, reversed));
+  json::object changed = reversed;
+  changed["k17"] = 18;
+  EXPECT_FALSE(json_equal(a, changed));
+  EXPECT_FALSE(json_equal(changed, a));
+}
+
+TEST(JsonMember, FindsWhatIfContainsFinds) {
+  json::object large;
+  for (int i = 0; i < 40; ++i) large["key" + std::to_string(i)] = i;
+  const std::vector<json::object> objects = {
+      {},
+      json::parse(R"({"a":1,"ab":2,"ac":3,"ba":4,"":5,"abc":null})").as_object(),
+      large,
+  };
+  for (const auto& o : objects) {
+    for (const std::string_view key :
+         {"a", "ab", "ac", "ad", "ba", "b", "", "abc", "abd", "key7", "key39", "key40", "kez7"}) {
+      EXPECT_EQ(member(o, key), o.if_contains(key)) << json::serialize(o) << " [" << key << "]";
+    }
+  }
 }
 
 TEST(JsonEqual, ComparingAllocatesNothing) {
