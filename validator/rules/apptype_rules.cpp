@@ -30,27 +30,30 @@ bool has_control_or_space(std::string_view s) {
   return false;
 }
 
-void check_persist_dir(const std::string& dir, const std::string& path, Violations& out) {
+// The check_* functions below take a field's path as a callable that spells it, called only
+// for an error: an object admitted has none, and building every path it could have had one
+// at was a tenth of an AppType's validation (a string allocated and freed per field).
+void check_persist_dir(const std::string& dir, const auto& path, Violations& out) {
   if (dir.empty() || dir.front() != '/') {
-    out.push_back({path, "must be an absolute path"});
+    out.push_back({path(), "must be an absolute path"});
     return;
   }
   if (dir == "/") {
-    out.push_back({path, "must not be the root directory"});
+    out.push_back({path(), "must not be the root directory"});
     return;
   }
-  if (dir.back() == '/') out.push_back({path, "must not end with '/'"});
+  if (dir.back() == '/') out.push_back({path(), "must not end with '/'"});
   std::size_t start = 1;
   while (start <= dir.size()) {
     std::size_t end = dir.find('/', start);
     std::string_view part(dir.data() + start,
                           (end == std::string::npos ? dir.size() : end) - start);
     if (part == "." || part == "..") {
-      out.push_back({path, "must not contain '.' or '..' components"});
+      out.push_back({path(), "must not contain '.' or '..' components"});
       return;
     }
     if (part.empty() && end != std::string::npos) {
-      out.push_back({path, "must not contain '//'"});
+      out.push_back({path(), "must not contain '//'"});
       return;
     }
     if (end == std::string::npos) break;
@@ -58,14 +61,14 @@ void check_persist_dir(const std::string& dir, const std::string& path, Violatio
   }
 }
 
-void check_persist_dirs(const std::optional<std::vector<std::string>>& dirs,
-                        const std::string& path, Violations& out) {
+void check_persist_dirs(const std::optional<std::vector<std::string>>& dirs, const auto& path,
+                        Violations& out) {
   if (!dirs) return;
   for (std::size_t i = 0; i < dirs->size(); ++i)
-    check_persist_dir((*dirs)[i], index_path(path, i), out);
+    check_persist_dir((*dirs)[i], [&] { return index_path(path(), i); }, out);
 }
 
-void check_events(const std::optional<std::vector<std::string>>& events, const std::string& path,
+void check_events(const std::optional<std::vector<std::string>>& events, const auto& path,
                   Violations& out) {
   if (!events) return;
   std::set<std::string> seen;
@@ -74,12 +77,12 @@ void check_events(const std::optional<std::vector<std::string>>& events, const s
     if (e != catalog::kEventConfigure && e != catalog::kEventAddNodes &&
         e != catalog::kEventDelNodes && e != catalog::kEventPreUpgrade &&
         e != catalog::kEventUpgradeNodes) {
-      out.push_back({index_path(path, i), fmt::format("unsupported event \"{}\": must be one of "
-                                                      "configure, addnodes, delnodes, "
-                                                      "preupgrade, upgradenodes",
-                                                      e)});
+      out.push_back({index_path(path(), i), fmt::format("unsupported event \"{}\": must be one of "
+                                                        "configure, addnodes, delnodes, "
+                                                        "preupgrade, upgradenodes",
+                                                        e)});
     } else if (!seen.insert(e).second) {
-      out.push_back({index_path(path, i), fmt::format("duplicate event \"{}\"", e)});
+      out.push_back({index_path(path(), i), fmt::format("duplicate event \"{}\"", e)});
     }
   }
 }
@@ -104,15 +107,15 @@ void check_upgrade_from(const catalog::AppType& app, Violations& out) {
 }
 
 // configmap://<name>/<key>: the operator reads binaryData[key] of ConfigMap <name>.
-void check_configmap_url(std::string_view rest, const std::string& path, Violations& out) {
+void check_configmap_url(std::string_view rest, const auto& path, Violations& out) {
   auto slash = rest.find('/');
   if (slash == std::string_view::npos) {
-    out.push_back({path, "must be configmap://<name>/<key>"});
+    out.push_back({path(), "must be configmap://<name>/<key>"});
     return;
   }
   std::string_view name = rest.substr(0, slash), key = rest.substr(slash + 1);
   for (const auto& e : dns1123_subdomain_errors(name)) {
-    out.push_back({path, fmt::format("ConfigMap name \"{}\": {}", name, e)});
+    out.push_back({path(), fmt::format("ConfigMap name \"{}\": {}", name, e)});
   }
   bool key_ok = !key.empty() && key.size() <= 253 && key != "." && key != "..";
   for (char c : key) {
@@ -120,32 +123,32 @@ void check_configmap_url(std::string_view rest, const std::string& path, Violati
                         (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.');
   }
   if (!key_ok) {
-    out.push_back({path, fmt::format("ConfigMap key \"{}\" must consist of alphanumeric "
-                                     "characters, '-', '_' or '.' (at most 253)",
-                                     key)});
+    out.push_back({path(), fmt::format("ConfigMap key \"{}\" must consist of alphanumeric "
+                                       "characters, '-', '_' or '.' (at most 253)",
+                                       key)});
   }
 }
 
-void check_package(const catalog::PackageField& field, const std::string& path, Violations& out) {
+void check_package(const catalog::PackageField& field, const auto& path, Violations& out) {
   if (field.state != catalog::PackageField::State::kPackage) return;
   const auto& url = field.package.package_url;
-  std::string url_path = child_path(path, "packageURL");
+  const auto url_path = [&] { return child_path(path(), "packageURL"); };
   if (url.empty()) return;  // reported as required by the decoder
   if (has_control_or_space(url)) {
-    out.push_back({url_path, "must not contain spaces or control characters"});
+    out.push_back({url_path(), "must not contain spaces or control characters"});
   } else if (url.starts_with("file://")) {
     if (url.size() <= 8 || url[7] != '/') {
-      out.push_back({url_path,
+      out.push_back({url_path(),
                      "a file:// URL must name an absolute path in the image "
                      "(file:///path)"});
     }
   } else if (url.starts_with("http://") || url.starts_with("https://")) {
     std::string_view rest = std::string_view(url).substr(url.find("://") + 3);
-    if (rest.empty() || rest.front() == '/') out.push_back({url_path, "must name a host"});
+    if (rest.empty() || rest.front() == '/') out.push_back({url_path(), "must name a host"});
   } else if (url.starts_with("configmap://")) {
     check_configmap_url(std::string_view(url).substr(12), url_path, out);
   } else {
-    out.push_back({url_path,
+    out.push_back({url_path(),
                    "unsupported scheme: must be file://, http://, https:// or "
                    "configmap://<name>/<key>"});
   }
@@ -153,26 +156,27 @@ void check_package(const catalog::PackageField& field, const std::string& path, 
     bool ok = sha->size() == 64;
     for (char c : *sha)
       ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'));
-    if (!ok) out.push_back({child_path(path, "sha256"), "must be 64 hexadecimal characters"});
+    if (!ok) out.push_back({child_path(path(), "sha256"), "must be 64 hexadecimal characters"});
   }
 }
 
-void check_quantity(const std::string& text, const std::string& path, Violations& out) {
+void check_quantity(const std::string& text, const auto& path, Violations& out) {
   auto q = catalog::Quantity::parse(text);
   if (!q) {
-    out.push_back({path, q.error().message});
+    out.push_back({path(), q.error().message});
   } else if (q->sign() < 0) {
-    out.push_back({path, "must not be negative"});
+    out.push_back({path(), "must not be negative"});
   }
 }
 
 // An integer 1..kMaxStackMembers or "N%" with N 1..100, as a PodDisruptionBudget's minAvailable
 // (0 or 0% would protect nothing; above the member limit it could never be met).
-void check_min_available(const boost::json::value& v, const std::string& path, Violations& out) {
+void check_min_available(const boost::json::value& v, const auto& path, Violations& out) {
   if (v.is_int64()) {
     if (v.get_int64() < 1 || v.get_int64() > catalog::kMaxStackMembers) {
-      out.push_back({path, fmt::format("must be between 1 and {} (or a percentage \"N%\"), not {}",
-                                       catalog::kMaxStackMembers, v.get_int64())});
+      out.push_back(
+          {path(), fmt::format("must be between 1 and {} (or a percentage \"N%\"), not {}",
+                               catalog::kMaxStackMembers, v.get_int64())});
     }
     return;
   }
@@ -188,15 +192,17 @@ void check_min_available(const boost::json::value& v, const std::string& path, V
     for (char c : digits) percent = percent * 10 + (c - '0');
   }
   if (!ok || percent < 1 || percent > 100) {
-    out.push_back({path, fmt::format("must be an integer or a percentage \"N%\" with N between 1 "
-                                     "and 100, not \"{}\"",
-                                     text)});
+    out.push_back({path(), fmt::format("must be an integer or a percentage \"N%\" with N between 1 "
+                                       "and 100, not \"{}\"",
+                                       text)});
   }
 }
 
 void check_role(const catalog::AppType& app, const catalog::AppRole& role, const std::string& p,
                 Violations& out) {
-  if (!role.id.empty()) add_errors(out, child_path(p, "id"), dns1123_label_errors(role.id));
+  if (!role.id.empty()) {
+    if (auto e = dns1123_label_errors(role.id); !e.empty()) add_errors(out, child_path(p, "id"), e);
+  }
   if (!role.cardinality.empty()) {
     auto c = catalog::parse_cardinality(role.cardinality);
     if (!c) {
@@ -216,19 +222,26 @@ void check_role(const catalog::AppType& app, const catalog::AppRole& role, const
                    "must name the program to run (a non-empty first word); leave command out to "
                    "run the image's entrypoint"});
   }
-  check_package(role.config_package, child_path(p, "configPackage"), out);
-  check_persist_dirs(role.persist_dirs, child_path(p, "persistDirs"), out);
-  check_events(role.event_list, child_path(p, "eventList"), out);
-  for (const auto& [name, value] : role.min_resources) {
-    check_quantity(value, key_path(child_path(p, "minResources"), name), out);
+  check_package(
+      role.config_package, [&] { return child_path(p, "configPackage"); }, out);
+  check_persist_dirs(
+      role.persist_dirs, [&] { return child_path(p, "persistDirs"); }, out);
+  check_events(
+      role.event_list, [&] { return child_path(p, "eventList"); }, out);
+  for (const auto& resource : role.min_resources) {
+    check_quantity(
+        resource.second, [&] { return key_path(child_path(p, "minResources"), resource.first); },
+        out);
   }
   if (role.min_storage && !role.min_storage->size.empty()) {
-    check_quantity(role.min_storage->size, child_path(p, "minStorage.size"), out);
+    check_quantity(
+        role.min_storage->size, [&] { return child_path(p, "minStorage.size"); }, out);
   }
   if (role.container_spec.tty && !role.container_spec.stdin_open) {
     out.push_back({child_path(p, "containerSpec.tty"), "requires containerSpec.stdin to be true"});
   }
-  check_min_available(role.min_available, child_path(p, "minAvailable"), out);
+  check_min_available(
+      role.min_available, [&] { return child_path(p, "minAvailable"); }, out);
 }
 
 // dependsOn: other roles of this AppType, each once, and no cycle (a cycle would hold every
@@ -241,13 +254,15 @@ void check_depends_on(const catalog::AppTypeSpec& s, Violations& out) {
     std::set<std::string> seen;
     for (std::size_t j = 0; j < role.depends_on.size(); ++j) {
       const auto& dep = role.depends_on[j];
-      const auto path = index_path(child_path(index_path("spec.roles", i), "dependsOn"), j);
+      const auto path = [&] {
+        return index_path(child_path(index_path("spec.roles", i), "dependsOn"), j);
+      };
       if (dep == role.id) {
-        out.push_back({path, fmt::format("role \"{}\" cannot depend on itself", role.id)});
+        out.push_back({path(), fmt::format("role \"{}\" cannot depend on itself", role.id)});
       } else if (!index.contains(dep)) {
-        out.push_back({path, fmt::format("\"{}\" is not a role of this AppType", dep)});
+        out.push_back({path(), fmt::format("\"{}\" is not a role of this AppType", dep)});
       } else if (!seen.insert(dep).second) {
-        out.push_back({path, fmt::format("duplicate role \"{}\"", dep)});
+        out.push_back({path(), fmt::format("duplicate role \"{}\"", dep)});
       }
     }
   }
@@ -279,7 +294,9 @@ void check_depends_on(const catalog::AppTypeSpec& s, Violations& out) {
 }
 
 void check_service(const catalog::AppService& s, const std::string& p, Violations& out) {
-  if (!s.id.empty()) add_errors(out, child_path(p, "id"), iana_svc_name_errors(s.id));
+  if (!s.id.empty()) {
+    if (auto e = iana_svc_name_errors(s.id); !e.empty()) add_errors(out, child_path(p, "id"), e);
+  }
   if (!s.endpoint) return;
   std::string ep = child_path(p, "endpoint");
   if (s.endpoint->port && (*s.endpoint->port < 1 || *s.endpoint->port > 65535)) {
@@ -364,9 +381,12 @@ Violations validate_apptype(const catalog::AppType& app) {
         spec && spec->is_object() ? spec->get_object().if_contains("roles") : nullptr;
     if (roles && roles->is_array()) out.push_back({"spec.roles", "must have at least one role"});
   }
-  check_package(s.default_config_package, "spec.defaultConfigPackage", out);
-  check_persist_dirs(s.default_persist_dirs, "spec.defaultPersistDirs", out);
-  check_events(s.default_event_list, "spec.defaultEventList", out);
+  check_package(
+      s.default_config_package, [] { return std::string("spec.defaultConfigPackage"); }, out);
+  check_persist_dirs(
+      s.default_persist_dirs, [] { return std::string("spec.defaultPersistDirs"); }, out);
+  check_events(
+      s.default_event_list, [] { return std::string("spec.defaultEventList"); }, out);
   check_upgrade_from(app, out);
 
   std::vector<std::string> ids;
