@@ -19,7 +19,7 @@
 #
 #   bench/admission_bench.sh [--build DIR] [--duration SECONDS] [--concurrency "16"]
 #                            [--threads N] [--rounds N] [--kinds "stack-create ..."]
-#                            [--servers "rules allow nginx"] [--perf FILE]
+#                            [--servers "rules allow nginx"] [--perf FILE] [--other SERVE]
 #   bench/admission_bench.sh --reviews-only DIR
 #
 # --threads: kstack server threads = nginx worker processes (default 2). wrk runs on the same
@@ -28,7 +28,10 @@
 # costs CPU: take figures without it). Installs wrk and nginx-light from Debian when missing
 # (needs root). --reviews-only DIR writes the four reviews (DIR/<kind>.json and DIR/<kind>.path)
 # and exits, for `kstack_bench_admission_serve --in-process DIR/<kind>.json --path
-# "$(cat DIR/<kind>.path)"` (the rules' own cost without the transport).
+# "$(cat DIR/<kind>.path)"` (the rules' own cost without the transport). --other SERVE adds the
+# server "other": the rules handler of another build's kstack_bench_admission_serve, for an A/B
+# of a change (`--servers "rules other nginx"`: the two builds take turns within every round,
+# so both see the same load; compare their CPU per request).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,6 +45,7 @@ kinds="stack-create stack-update stack-mutate apptype-create"
 servers="rules allow nginx"
 perf_file=""
 reviews_only=""
+other=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -53,11 +57,16 @@ while [[ $# -gt 0 ]]; do
     --servers) servers=$2; shift 2 ;;
     --perf) perf_file=$2; shift 2 ;;
     --reviews-only) reviews_only=$2; shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    --other) other=$2; shift 2 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 [[ " $servers " == *" nginx "* ]] || { echo "--servers must include nginx (the reference)" >&2; exit 2; }
+if [[ " $servers " == *" other "* && ! -x "$other" ]]; then
+  echo "the server \"other\" needs --other pointing at a kstack_bench_admission_serve" >&2
+  exit 2
+fi
 
 uid=0b2ae6a2-3f36-4f3a-9d1c-6c1f1f7f3b10
 # Writes DIR/<kind>.json (the review) and DIR/<kind>.path (/validate or /mutate).
@@ -228,9 +237,14 @@ done
 declare -A port=()
 for server in $servers; do
   [[ "$server" == nginx ]] && continue
-  [[ "$server" == rules || "$server" == allow ]] || { echo "unknown server $server" >&2; exit 2; }
-  "$serve" --cert "$work/tls.crt" --key "$work/tls.key" --port 0 --threads "$threads" \
-    --handler "$server" --appdefs "$repo/appdefs" >"$work/$server.out" 2>"$work/$server.err" &
+  binary=$serve handler=$server
+  case "$server" in
+    rules | allow) ;;
+    other) binary=$other handler=rules ;;
+    *) echo "unknown server $server" >&2; exit 2 ;;
+  esac
+  "$binary" --cert "$work/tls.crt" --key "$work/tls.key" --port 0 --threads "$threads" \
+    --handler "$handler" --appdefs "$repo/appdefs" >"$work/$server.out" 2>"$work/$server.err" &
   pid[$server]=$!
   for _ in $(seq 200); do grep -q '^listening on' "$work/$server.out" && break; sleep 0.05; done
   port[$server]=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$work/$server.out")
