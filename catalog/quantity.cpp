@@ -26,25 +26,24 @@ struct Suffix {
 
 // Returns false when the suffix is not one Kubernetes accepts.
 bool parse_suffix(std::string_view s, Suffix& out) {
-  static constexpr std::pair<std::string_view, int> kDecimal[] = {
-      {"", 0},  {"n", -9}, {"u", -6}, {"m", -3}, {"k", 3},
-      {"M", 6}, {"G", 9},  {"T", 12}, {"P", 15}, {"E", 18}};
-  static constexpr std::pair<std::string_view, int> kBinary[] = {
-      {"Ki", 10}, {"Mi", 20}, {"Gi", 30}, {"Ti", 40}, {"Pi", 50}, {"Ei", 60}};
-  for (const auto& [name, exp] : kDecimal) {
-    if (s == name) {
-      out.decimal_exponent = exp;
-      return true;
-    }
+  if (s.empty()) return true;
+  if (s.size() == 1) {
+    constexpr std::string_view kDecimal = "numkMGTPE";
+    constexpr int kExponent[] = {-9, -6, -3, 3, 6, 9, 12, 15, 18};
+    const auto at = kDecimal.find(s[0]);
+    if (at == std::string_view::npos) return false;
+    out.decimal_exponent = kExponent[at];
+    return true;
   }
-  for (const auto& [name, exp] : kBinary) {
-    if (s == name) {
-      out.binary_exponent = exp;
-      return true;
-    }
+  if (s.size() == 2 && s[1] == 'i') {
+    constexpr std::string_view kBinary = "KMGTPE";  // Ki = 2^10 ... Ei = 2^60
+    const auto at = kBinary.find(s[0]);
+    if (at == std::string_view::npos) return false;
+    out.binary_exponent = 10 * static_cast<int>(at + 1);
+    return true;
   }
   // Decimal exponent: e or E, optional sign, at least one digit ("E" alone is exa, above).
-  if (s.size() < 2 || (s[0] != 'e' && s[0] != 'E')) return false;
+  if (s[0] != 'e' && s[0] != 'E') return false;
   std::size_t i = 1;
   bool negative = false;
   if (s[i] == '+' || s[i] == '-') negative = s[i++] == '-';
@@ -118,12 +117,17 @@ kube::Result<Quantity> Quantity::parse(std::string_view text) {
   bool negative = false;
   if (text[i] == '+' || text[i] == '-') negative = text[i++] == '-';
 
-  std::string digits;  // integer and fraction digits, without the dot
-  std::size_t int_digits = 0, frac_digits = 0;
-  for (; i < text.size() && is_digit(text[i]); ++i, ++int_digits) digits.push_back(text[i]);
+  // The digits are read where they stand (integer part, then fraction): a webhook request
+  // parses a dozen quantities, and a copy of them cost as much as the rest.
+  const std::size_t int_begin = i;
+  while (i < text.size() && is_digit(text[i])) ++i;
+  const std::size_t int_digits = i - int_begin;
+  std::size_t frac_begin = i;
   if (i < text.size() && text[i] == '.') {
-    for (++i; i < text.size() && is_digit(text[i]); ++i, ++frac_digits) digits.push_back(text[i]);
+    frac_begin = ++i;
+    while (i < text.size() && is_digit(text[i])) ++i;
   }
+  const std::size_t frac_digits = i - frac_begin;
   if (int_digits + frac_digits == 0) return bad(text, "must start with a number");
 
   Suffix suffix;
@@ -133,22 +137,26 @@ kube::Result<Quantity> Quantity::parse(std::string_view text) {
 
   // value = digits × 10^(exp10) × 2^bin; stored as nanos, hence the +9.
   int exp10 = suffix.decimal_exponent - static_cast<int>(frac_digits) + 9;
-  std::size_t first = digits.find_first_not_of('0');
+  const auto digit = [&](std::size_t k) {  // the k-th digit, the dot left out
+    return text[k < int_digits ? int_begin + k : frac_begin + (k - int_digits)];
+  };
+  std::size_t first = 0;
+  std::size_t last = int_digits + frac_digits;
+  while (first != last && digit(first) == '0') ++first;
   Quantity q;
   q.text_ = std::string(text);
-  if (first == std::string::npos) return q;  // zero in any spelling
-  digits.erase(0, first);
-  while (digits.size() > 1 && digits.back() == '0') {
-    digits.pop_back();
+  if (first == last) return q;  // zero in any spelling
+  while (last - first > 1 && digit(last - 1) == '0') {
+    --last;
     ++exp10;
   }
-  if (digits.size() > kMaxSignificantDigits) return bad(text, "has too many significant digits");
+  if (last - first > kMaxSignificantDigits) return bad(text, "has too many significant digits");
   if (suffix.decimal_exponent > kMaxExponent || suffix.decimal_exponent < -kMaxExponent) {
     return bad(text, "has an exponent out of range");
   }
 
   Int128 v = 0;
-  for (char c : digits) v = v * 10 + (c - '0');
+  for (std::size_t k = first; k != last; ++k) v = v * 10 + (digit(k) - '0');
   if (!scale_checked(v, suffix.binary_exponent, std::max(exp10, 0))) {
     return bad(text, "is too large");
   }

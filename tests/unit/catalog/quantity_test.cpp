@@ -39,7 +39,11 @@ INSTANTIATE_TEST_SUITE_P(
         CompareCase{"3Mi", "3M", 1}, CompareCase{"10Gi", "10737418240", 0},
         CompareCase{"1000Ei", "1e21", 1},
         // Below 1n rounds up to 1n, as Kubernetes does.
-        CompareCase{"0.0000000001", "1n", 0}, CompareCase{"1.0000000001", "1000000001n", 0}));
+        CompareCase{"0.0000000001", "1n", 0}, CompareCase{"1.0000000001", "1000000001n", 0},
+        // Zeros around the significant digits, on both sides of the dot.
+        CompareCase{"000.000100", "100u", 0}, CompareCase{"0012.3400k", "12340", 0},
+        CompareCase{"100.001", "100001m", 0}, CompareCase{"10.10", "10100m", 0},
+        CompareCase{"0100", "100", 0}, CompareCase{"00.0", "0", 0}));
 
 class QuantityInvalid : public ::testing::TestWithParam<std::string_view> {};
 
@@ -71,13 +75,25 @@ TEST(Quantity, ScalesUpToTheLimitAndRefusesBeyondIt) {
   EXPECT_EQ(q("1e27"), q("1000000000000000000000000000"));
   EXPECT_EQ(q("1000000Ei"), q("1152921504606846976000000"));
   EXPECT_EQ(q("0.5e-9"), q("1n"));
-  for (std::string_view text : {"2e27", "1e28", "1e38", "1e39", "1000e999",
-                                "999999999999999999999999999999999999Ei",
-                                "999999999999999999999999999999999999e9"}) {
+  for (std::string_view text :
+       {"2e27", "1e28", "1e38", "1e39", "1000e999", "999999999999999999999999999999999999Ei",
+        "999999999999999999999999999999999999e9"}) {
     auto r = Quantity::parse(text);
     ASSERT_FALSE(r.has_value()) << text;
     EXPECT_NE(r.error().message.find("is too large"), std::string::npos) << r.error().message;
   }
+}
+
+// At most 36 significant digits, counted across the dot and without the zeros around them.
+TEST(Quantity, CountsSignificantDigitsAcrossTheDot) {
+  EXPECT_EQ(q("123456789012345678.901234567890123456n"),
+            q("123456789012345678901234567890123456e-27"));
+  EXPECT_EQ(q("000123456789012345678.901234567890123456000n"),
+            q("123456789012345678.901234567890123456n"));
+  auto r = Quantity::parse("123456789012345678.9012345678901234567n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("too many significant digits"), std::string::npos)
+      << r.error().message;
 }
 
 TEST(Quantity, KeepsTheTextAsWritten) {
