@@ -1,5 +1,7 @@
 #include "catalog/field_error.h"
 
+#include <cstring>
+
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
@@ -37,6 +39,20 @@ std::string child_path(std::string_view path, std::string_view field) {
   out.reserve(path.size() + 1 + field.size());
   out.append(path).append(".").append(field);
   return out;
+}
+
+ChildPath::ChildPath(std::string_view path, std::string_view field) {
+  const std::size_t dot = path.empty() ? 0 : 1;
+  const std::size_t size = path.size() + dot + field.size();
+  char* out = inline_.data();
+  if (size > inline_.size()) {
+    heap_.resize(size);
+    out = heap_.data();
+  }
+  std::memcpy(out, path.data(), path.size());
+  if (dot != 0) out[path.size()] = '.';
+  std::memcpy(out + path.size() + dot, field.data(), field.size());
+  view_ = std::string_view(out, size);
 }
 
 std::string index_path(std::string_view path, std::size_t index) {

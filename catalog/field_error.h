@@ -3,6 +3,7 @@
 // `metadata.labels[kstack.io/stack]`), so messages read like the API server's own.
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,5 +34,22 @@ kube::Error invalid_error(std::string_view what, const FieldErrors& errors);
 std::string child_path(std::string_view path, std::string_view field);  // a.b
 std::string index_path(std::string_view path, std::size_t index);       // a[3]
 std::string key_path(std::string_view path, std::string_view key);      // a[key]
+
+// child_path() for a path that is only read as a view, as the decoders read the paths of the
+// objects they descend into: built in place, where a std::string longer than 15 characters
+// ("spec.roles[0].resources") is a heap block, for a path used only in an error message.
+class ChildPath {
+ public:
+  ChildPath(std::string_view path, std::string_view field);
+  ChildPath(const ChildPath&) = delete;
+  ChildPath& operator=(const ChildPath&) = delete;
+
+  operator std::string_view() const { return view_; }  // NOLINT: used where a path is
+
+ private:
+  std::array<char, 64> inline_;
+  std::string heap_;  // a longer path
+  std::string_view view_;
+};
 
 }  // namespace kstack::catalog

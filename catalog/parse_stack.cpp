@@ -18,7 +18,7 @@ MemberRecovery decode_member_recovery(const json::object& parent, std::string_vi
   MemberRecovery m;
   const auto* o = d.object(parent, "memberRecovery", path);
   if (o == nullptr) return m;
-  std::string p = child_path(path, "memberRecovery");
+  const ChildPath p(path, "memberRecovery");
   m.policy = d.string(*o, "policy", p);
   m.node_lost_grace_seconds = d.integer(*o, "nodeLostGraceSeconds", p);
   m.local_storage = d.string(*o, "localStorage", p);
@@ -30,12 +30,12 @@ StackRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
   r.id = d.string(o, "id", p, /*required=*/true).value_or("");
   r.members = d.integer(o, "members", p);
   if (const auto* res = d.object(o, "resources", p)) {
-    std::string rp = child_path(p, "resources");
+    const ChildPath rp(p, "resources");
     r.resources.requests = d.quantity_map(*res, "requests", rp);
     r.resources.limits = d.quantity_map(*res, "limits", rp);
   }
   if (const auto* st = d.object(o, "storage", p)) {
-    std::string sp = child_path(p, "storage");
+    const ChildPath sp(p, "storage");
     StorageSpec s;
     if (const auto* size = detail::present(*st, "size"); size && size->is_number()) {
       s.size = detail::number_text(*size);
