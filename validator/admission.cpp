@@ -95,6 +95,8 @@ const kube::JsonSkips& unread_members() {
       {"request", "requestResource"},
       {"request", "requestSubResource"},
       {"request", "options"},
+      {"request", "userInfo", "uid"},
+      {"request", "userInfo", "groups"},
       {"request", "userInfo", "extra"},
   };
   return skips;
@@ -154,23 +156,6 @@ class Reader {
     if (v == nullptr) return nullptr;
     if (!v->is_object()) return wrong(key, *v, "an object"), nullptr;
     return &v->get_object();
-  }
-
-  std::vector<std::string> strings(std::string_view key) {
-    std::vector<std::string> out;
-    const json::value* v = find(key, false);
-    if (v == nullptr) return out;
-    if (!v->is_array()) return wrong(key, *v, "an array of strings"), out;
-    for (std::size_t i = 0; i < v->get_array().size(); ++i) {
-      const json::value& item = v->get_array()[i];
-      if (!item.is_string()) {
-        fail(at(key) + "[" + std::to_string(i) + "] is " + std::string(type_name(item)) +
-             ", not a string");
-        return {};
-      }
-      out.emplace_back(item.get_string());
-    }
-    return out;
   }
 
   // Checks an embedded Kubernetes object: an object, null or absent.
@@ -237,7 +222,6 @@ kube::Result<AdmissionRequest> decode_request(json::object& req, std::string api
   if (const json::object* user = r.object("userInfo")) {
     Reader u(*user, "request.userInfo");
     out.username = u.string("username");
-    out.groups = u.strings("groups");
     r.fail(u.error());
   }
   out.dry_run = r.boolean("dryRun");

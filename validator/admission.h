@@ -28,8 +28,7 @@ struct AdmissionRequest {
   std::string operation;     // CREATE | UPDATE | DELETE | CONNECT
   std::string name;
   std::string namespace_name;
-  std::string username;  // request.userInfo.username
-  std::vector<std::string> groups;
+  std::string username;  // request.userInfo.username (no rule reads its groups, uid or extra)
   bool dry_run = false;
   // The memory of `object` and `old_object` when decode_review made them (null otherwise);
   // declared first so that it outlives them. Copies of the request share it.

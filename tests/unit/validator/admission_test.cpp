@@ -67,7 +67,6 @@ TEST(AdmissionReviewUnreadMembers, ManagedFieldsAreLeftOutOfTheObjectsAndTheRest
   EXPECT_EQ(r->object.at("spec").at("app"), "a");
   EXPECT_EQ(r->old_object.at("spec").at("app"), "b");
   EXPECT_EQ(r->username, "alice");
-  EXPECT_EQ(r->groups, std::vector<std::string>{"dev"});
   EXPECT_EQ(r->operation, "UPDATE");
   EXPECT_EQ(r->kind, "Stack");
 }
