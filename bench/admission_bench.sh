@@ -177,6 +177,7 @@ command -v wrk >/dev/null || missing+=(wrk)
 command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v curl >/dev/null || missing+=(curl)
+command -v ss >/dev/null || missing+=(iproute2)  # ss: how nginx split the connections
 if [[ ${#missing[@]} -gt 0 ]]; then
   echo "installing ${missing[*]}" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-upgrade \
@@ -311,18 +312,56 @@ cpu_ticks() {
 }
 hz=$(getconf CLK_TCK)
 
-# run SERVER KIND CONNECTIONS -> appends "server kind conns req/s p50_ms p99_ms cpu_us errors"
+# nginx's workers race to accept, so how they split the connections changes from run to run
+# (16 connections over 2 workers, one series of 12 runs: 8/8 55.5k-61.6k req/s, 3/13 49.3k-50.8k,
+# all 16 on one worker 43.2k), while kstack's server deals connections out in turn. The
+# reference is nginx with its connections spread as evenly: a run whose split is uneven is
+# stopped once every connection is open and started again, up to 20 times; the split is kept.
+# nginx's connections per worker, e.g. "8/8" (sorted), once `want` are open (3 s at most).
+nginx_split() {
+  local want=$1 split="" deadline=$((SECONDS + 3))
+  while ((SECONDS < deadline)); do
+    split=$(ss -tnpH state established "( sport = :${port[nginx]} )" | grep -o 'pid=[0-9]*' |
+      sort | uniq -c | awk '{ print $1 }' | sort -n | paste -sd/)
+    (( $(tr '/' '+' <<<"${split:-0}") >= want )) && break
+    sleep 0.05
+  done
+  echo "${split:-none}"
+}
+# Whether SPLIT spreads CONNECTIONS over the workers as evenly as they divide.
+even_split() {
+  local -a n
+  IFS=/ read -r -a n <<<"$1"
+  local workers=$((threads < $2 ? threads : $2))
+  ((${#n[@]} == workers && n[${#n[@]} - 1] - n[0] <= 1))
+}
+
+# run SERVER KIND CONNECTIONS -> appends "server kind conns req/s p50_ms p99_ms cpu_us errors split"
 run() {
   local server=$1 kind=$2 connections=$3 wrk_threads=$(( $3 < 2 ? $3 : 2 ))
-  local before after line
-  before=$(cpu_ticks "${pid[$server]}")
-  line=$(wrk -t "$wrk_threads" -c "$connections" -d "${duration}s" -s "$work/$kind.lua" \
-    "https://127.0.0.1:${port[$server]}$(cat "$work/$kind.path")" | grep '^RESULT')
-  after=$(cpu_ticks "${pid[$server]}")
+  local before after line split="-" attempt wrk_pid
+  for ((attempt = 1; ; attempt++)); do
+    before=$(cpu_ticks "${pid[$server]}")
+    wrk -t "$wrk_threads" -c "$connections" -d "${duration}s" -s "$work/$kind.lua" \
+      "https://127.0.0.1:${port[$server]}$(cat "$work/$kind.path")" >"$work/wrk.out" &
+    wrk_pid=$!
+    if [[ "$server" == nginx ]]; then
+      split=$(nginx_split "$connections")
+      if ! even_split "$split" "$connections" && ((attempt < 20)); then
+        kill "$wrk_pid" && wait "$wrk_pid" || true
+        continue
+      fi
+    fi
+    wait "$wrk_pid"
+    after=$(cpu_ticks "${pid[$server]}")
+    break
+  done
+  line=$(grep '^RESULT' "$work/wrk.out")
   # RESULT requests duration_us p50_us p99_us errors denied
   awk -v s="$server" -v k="$kind" -v c="$connections" -v t=$((after - before)) -v hz="$hz" \
-    '{ printf "%s %s %s %.0f %.3f %.3f %.1f %d\n", s, k, c, $2 / ($3 / 1e6), $4 / 1000, $5 / 1000,
-       ($2 > 0 ? t * 1e6 / hz / $2 : 0), $6 + $7 }' <<<"$line" >>"$work/results"
+    -v sp="$split" \
+    '{ printf "%s %s %s %.0f %.3f %.3f %.1f %d %s\n", s, k, c, $2 / ($3 / 1e6), $4 / 1000, $5 / 1000,
+       ($2 > 0 ? t * 1e6 / hz / $2 : 0), $6 + $7, sp }' <<<"$line" >>"$work/results"
 }
 
 echo "admission bench: TLS keep-alive, ${duration}s per point, $rounds interleaved rounds (medians)," \
@@ -369,4 +408,6 @@ for c in conns:
             print(f"{k:<15} {c:>5} {s:<6} | {rps:>8.0f} {med(s, k, c, 4):>8.3f} "
                   f"{med(s, k, c, 5):>8.3f} {med(s, k, c, 6):>10.1f} {errors:>6} | "
                   f"{rps / nginx if nginx else 0:>7.2f}")
+splits = [r[8] for r in rows if r[0] == "nginx"]
+print("nginx's connections per worker, run by run: " + " ".join(splits))
 EOF
