@@ -336,7 +336,51 @@ class TextParser {
       const __m128i backslash = _mm_set1_epi8('\\');
       const __m128i space = _mm_set1_epi8(0x20);
       bool stopped = false;  // at a stop byte, found in a block
-      while (end - p >= 16) {
+      // A block and the one after it in the text: every run between the block's escapes is
+      // copied by a 16-byte load and store of its own, at a place in the block its masks give,
+      // so the escapes of one block do not wait for one another (escaped JSON has one every
+      // few bytes; a loop that starts again at each escape's end waits for the position it
+      // has just computed before it can read on: perf, ~15 cycles an escape). A \" or \\ is
+      // told by the masks; whatever else stops the scan (a quote, another escape, a control or
+      // non-ASCII byte) is handled below, at p.
+      while (end - p >= 32) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        const auto quotes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)));
+        const auto backslashes =
+            static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)));
+        auto stops = quotes | backslashes |
+                     static_cast<unsigned>(_mm_movemask_epi8(_mm_cmplt_epi8(v, space)));
+        if (stops == 0) {
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
+          p += 16;
+          out += 16;
+          continue;
+        }
+        unsigned from = 0;  // the block's first byte not yet copied
+        do {
+          const auto k = static_cast<unsigned>(__builtin_ctz(stops));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + from)));
+          out += k - from;
+          // (The masks hold 16 bits: for k = 15 the escape's second byte is in the next block.)
+          if (((backslashes >> k) & 1) == 0 || (((quotes | backslashes) >> k >> 1) & 1) == 0) {
+            p += k;
+            stopped = true;
+            break;
+          }
+          *out++ = ((quotes >> k >> 1) & 1) != 0 ? '"' : '\\';
+          from = k + 2;
+          stops &= ~0u << from;
+        } while (stops != 0);
+        if (stopped) break;
+        // The rest of the block (p + from + 16 <= p + 32 <= end).
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + from)));
+        out += 16 - from;
+        p += 16;
+      }
+      // The text's last 31 bytes or fewer, a block at a time (or byte by byte, below).
+      while (!stopped && end - p >= 16) {
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
         const __m128i hit =

@@ -192,6 +192,29 @@ TEST(JsonText, FindsEveryStopByteWhereverItSitsInTheBlock) {
   expect_as_parse_json(run + "\"");
 }
 
+// Two stop bytes at every pair of places in a string: escapes next to each other, across the
+// block edge and after one another in one block, where the unescaping loop tells \" and \\ by
+// its masks and copies the runs between them.
+TEST(JsonText, FindsEveryPairOfStopBytesWhereverTheySit) {
+  const std::vector<std::string> stops = {"\\\"",     "\\\\", "\\n", "\\u00e9",
+                                          "\xc3\xa9", "\x01", "\\"};
+  for (const auto& first : stops) {
+    for (const auto& second : stops) {
+      for (std::size_t at = 0; at <= 20; ++at) {
+        for (std::size_t gap = 0; gap <= 20; ++gap) {
+          // The string starts with an escape, so that the rest is read by the unescaping loop;
+          // what follows the stops decides whether they are read with the block after theirs
+          // in the text (40 bytes) or in the text's last block (17).
+          for (std::size_t tail : {17, 40}) {
+            expect_as_parse_json("[\"\\\"" + std::string(at, 'x') + first + std::string(gap, 'y') +
+                                 second + std::string(tail, 'z') + "\"]");
+          }
+        }
+      }
+    }
+  }
+}
+
 // Every prefix of a document is either a value of its own (a number cut short) or refused as
 // incomplete, by both parsers alike.
 TEST(JsonText, EveryPrefixOfADocumentAsParseJson) {
