@@ -316,7 +316,8 @@ hz=$(getconf CLK_TCK)
 # (16 connections over 2 workers, one series of 12 runs: 8/8 55.5k-61.6k req/s, 3/13 49.3k-50.8k,
 # all 16 on one worker 43.2k), while kstack's server deals connections out in turn. The
 # reference is nginx with its connections spread as evenly: a run whose split is uneven is
-# stopped once every connection is open and started again, up to 20 times; the split is kept.
+# stopped once every connection is open and started again, up to 50 times (an even split comes
+# one time in four or so); the split is kept.
 # nginx's connections per worker, e.g. "8/8" (sorted), once `want` are open (3 s at most).
 nginx_split() {
   local want=$1 split="" deadline=$((SECONDS + 3))
@@ -327,6 +328,15 @@ nginx_split() {
     sleep 0.05
   done
   echo "${split:-none}"
+}
+# Waits (3 s at most) until nginx holds no connection: those of a stopped run would be counted
+# with the next run's.
+nginx_idle() {
+  local deadline=$((SECONDS + 3))
+  while ((SECONDS < deadline)) &&
+    ss -tnH state established "( sport = :${port[nginx]} )" | grep -q .; do
+    sleep 0.05
+  done
 }
 # Whether SPLIT spreads CONNECTIONS over the workers as evenly as they divide.
 even_split() {
@@ -347,8 +357,9 @@ run() {
     wrk_pid=$!
     if [[ "$server" == nginx ]]; then
       split=$(nginx_split "$connections")
-      if ! even_split "$split" "$connections" && ((attempt < 20)); then
+      if ! even_split "$split" "$connections" && ((attempt < 50)); then
         kill "$wrk_pid" && wait "$wrk_pid" || true
+        nginx_idle
         continue
       fi
     fi
