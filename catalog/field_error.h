@@ -44,7 +44,7 @@ class ChildPath {
   ChildPath(const ChildPath&) = delete;
   ChildPath& operator=(const ChildPath&) = delete;
 
-  operator std::string_view() const { return view_; }  // NOLINT: used where a path is
+  operator std::string_view() const { return view_; }  // NOLINT: passed as the path itself
 
  private:
   std::array<char, 64> inline_;

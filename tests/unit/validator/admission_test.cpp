@@ -85,5 +85,21 @@ TEST(AdmissionReviewUnreadMembers, AreStillRefusedWhenTheyAreNotJson) {
       << r.error().message;
 }
 
+// No rule reads who the user is beyond the name: userInfo's groups, uid and extra are parsed as
+// strictly as the rest but not kept, so their shape does not decide the review.
+TEST(AdmissionReviewUnreadMembers, UserInfoIsTheUsernameAlone) {
+  std::string body = update_review("[]");
+  const std::string groups = R"("groups":["dev"])";
+  body.replace(body.find(groups), groups.size(), R"("groups":[1,{"a":null}],"uid":7)");
+  auto r = decode_review(body);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->username, "alice");
+  body.replace(body.find(R"("uid":7)"), 7, R"("uid":7.)");
+  r = decode_review(body);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("body is not JSON at byte"), std::string::npos)
+      << r.error().message;
+}
+
 }  // namespace
 }  // namespace kstack::validator
