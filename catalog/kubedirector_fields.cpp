@@ -15,7 +15,6 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::string_view kKubeDirectorPrefix = "kubedirector.hpe.com/";
-constexpr std::string_view kLastApplied = "kubectl.kubernetes.io/last-applied-configuration";
 
 using Handler = void (*)(Context&, std::string_view key, const json::value& value,
                          const std::string& path, json::object& out);
@@ -247,7 +246,7 @@ void metadata_map(Context& c, std::string_view key, const json::value& value,
   }
   json::object kept;
   for (const auto& [k, v] : *o) {
-    if (k == kLastApplied) continue;
+    if (k == kLastAppliedAnnotation) continue;
     if (std::string_view(k).starts_with(kKubeDirectorPrefix)) {
       c.dropped(key_path(path, k), "KubeDirector bookkeeping; kstack does not use it");
       continue;

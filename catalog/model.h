@@ -36,6 +36,10 @@ inline constexpr std::string_view kOwnedPrefix = "kstack.io/";
 // Annotation on a claim kstack let go of for a retention policy (value: whenScaled or
 // whenDeleted): such a claim is never deleted and only re-adopted by a member of that name.
 inline constexpr std::string_view kRetainedAnnotation = "kstack.io/retained";
+// kubectl apply's copy of the object it applied (client-side apply): the whole object as
+// escaped JSON, read by kubectl alone.
+inline constexpr std::string_view kLastAppliedAnnotation =
+    "kubectl.kubernetes.io/last-applied-configuration";
 
 // spec.appCatalog values.
 inline constexpr std::string_view kCatalogLocal = "local";

@@ -15,6 +15,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "catalog/model.h"
 #include "kube/json_member.h"
 #include "kube/json_parser.h"
 
@@ -85,12 +86,15 @@ std::string_view type_name(const json::value& v) {
 // is not JSON, and the API server's Go encoder never writes one.
 // The members no rule reads are parsed (a review is refused for them as for any other part)
 // but left out of the DOM: managedFields, as large as the object itself once several managers
-// wrote it (server-side apply lists every field), and the parts of the request decode_request
-// does not take.
+// wrote it (server-side apply lists every field); kubectl's last-applied-configuration, the
+// whole object again as escaped JSON (no rule reads annotations other than kstack.io/ ones, and
+// no patch rewrites the annotations); and the parts of the request decode_request does not take.
 const kube::JsonSkips& unread_members() {
   static const kube::JsonSkips skips{
       {"request", "object", "metadata", "managedFields"},
       {"request", "oldObject", "metadata", "managedFields"},
+      {"request", "object", "metadata", "annotations", catalog::kLastAppliedAnnotation},
+      {"request", "oldObject", "metadata", "annotations", catalog::kLastAppliedAnnotation},
       {"request", "requestKind"},
       {"request", "requestResource"},
       {"request", "requestSubResource"},

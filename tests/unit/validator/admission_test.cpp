@@ -101,5 +101,36 @@ TEST(AdmissionReviewUnreadMembers, UserInfoIsTheUsernameAlone) {
       << r.error().message;
 }
 
+// kubectl apply's last-applied-configuration is the object again as escaped JSON (the bench's
+// Stack reviews: 1.4 KB of 3.5 KB an object). No rule reads it: it is checked as strictly as the
+// rest and left out; the other annotations, kstack.io/ ones included, are kept.
+TEST(AdmissionReviewUnreadMembers, LastAppliedConfigurationIsLeftOutOfTheObjects) {
+  const std::string annotations =
+      R"("annotations":{"kubectl.kubernetes.io/last-applied-configuration":)"
+      R"("{\"apiVersion\":\"kstack.io/v1beta1\",\"kind\":\"Stack\"}\n",)"
+      R"("kstack.io/note":"n","team":"data"},)";
+  std::string body = update_review("[]");
+  for (std::size_t at = 0; (at = body.find(R"("labels":)", at)) != std::string::npos;
+       at += annotations.size() + 1) {
+    body.insert(at, annotations);
+  }
+  auto r = decode_review(body);
+  ASSERT_TRUE(r) << r.error().message;
+  for (const boost::json::value* o : {&r->object, &r->old_object}) {
+    const auto& kept = o->at("metadata").at("annotations").as_object();
+    EXPECT_FALSE(kept.contains("kubectl.kubernetes.io/last-applied-configuration"))
+        << boost::json::serialize(*o);
+    EXPECT_EQ(kept.at("kstack.io/note"), "n");
+    EXPECT_EQ(kept.at("team"), "data");
+    EXPECT_EQ(kept.size(), 2u);
+  }
+  // Left out, still checked: an escape JSON does not have is refused there as anywhere.
+  body.replace(body.find(R"(\n")"), 2, R"(\q)");
+  r = decode_review(body);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("body is not JSON at byte"), std::string::npos)
+      << r.error().message;
+}
+
 }  // namespace
 }  // namespace kstack::validator
