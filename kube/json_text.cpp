@@ -70,6 +70,26 @@ const char* scan_string(const char* p, const char* end) {
   return p;
 }
 
+// Which bytes of a 64-byte block an escape's backslash precedes, from the block's backslashes
+// (bit i: byte i) and `carry`, whether its first byte is escaped (an odd run of backslashes ended
+// the block before); `carry` becomes the same for the next block. A byte is escaped when the run
+// of backslashes just before it is of odd length. Adding a run's first bit to the run carries
+// past its end: the bit after a run starting at an even place lands on an odd place exactly
+// when the run is odd, and the other way round for runs starting at odd places.
+std::uint64_t escaped_bytes(std::uint64_t backslashes, bool& carry) {
+  constexpr std::uint64_t kEven = 0x5555555555555555ULL;
+  const std::uint64_t first = carry ? 1 : 0;
+  const std::uint64_t b = backslashes & ~first;  // an escaped backslash escapes nothing
+  const std::uint64_t starts = b & ~(b << 1);
+  std::uint64_t after_even = 0;
+  std::uint64_t after_odd = 0;
+  __builtin_add_overflow(b, starts & kEven, &after_even);
+  // A run starting at an odd place and reaching the block's end is odd: the next block's first
+  // byte is escaped.
+  carry = __builtin_add_overflow(b, starts & ~kEven, &after_odd);
+  return (after_even & ~b & ~kEven) | (after_odd & ~b & kEven) | first;
+}
+
 // The length of the well-formed UTF-8 sequence at p (its first byte >= 0x80), or 0 if there is
 // none (Unicode's table 3-7: no overlong forms, no surrogates, nothing beyond U+10FFFF).
 std::size_t utf8_length(const char* p, const char* end) {
@@ -178,7 +198,7 @@ class TextParser {
         return array<kBuild>();
       case '"': {
         std::string_view s;
-        if (!string(s, false)) return false;
+        if (!string<kBuild>(s, false)) return false;
         if constexpr (kBuild) stack_.push_string(s);
         return true;
       }
@@ -222,7 +242,7 @@ class TextParser {
         if (p_ == end_) return incomplete();
         if (*p_ != '"') return fail(json::error::syntax);
         std::string_view key;
-        if (!string(key, true)) return false;
+        if (!string<kBuild>(key, true)) return false;
         skip_space();
         if (p_ == end_) return incomplete();
         if (*p_ != ':') return fail(json::error::syntax);
@@ -290,6 +310,7 @@ class TextParser {
   // At the opening quote: the string's value in `out` (a view of the text itself when it has no
   // escapes; else of `unescaped_`, valid until the next escaped string). At its first escape
   // it moves to escaped_string(). `key` only picks the error for one too long.
+  template <bool kKeep = true>
   bool string(std::string_view& out, bool key) {
     ++p_;
     const char* const start = p_;
@@ -304,11 +325,75 @@ class TextParser {
       }
       if (c == '\\') {
         p_ = q;
+        if constexpr (!kKeep) return skip_escaped_string(key);
         return escaped_string(out, key, start);
       }
       p_ = q;
       if (!utf8()) return false;
     }
+  }
+
+  // The rest of a string in a skipped member from its first backslash (at p_): checked as
+  // escaped_string() checks it, nothing written, 64 bytes at a time while a block holds only
+  // plain bytes and the escapes \" \\ \/ \b \f \n \r \t. Which bytes are escaped follows from
+  // the backslashes alone (escaped_bytes), so a block of escaped JSON (kubectl's
+  // last-applied-configuration: an escape every few bytes) costs the same few dozen
+  // instructions as a block without escapes. From a block holding anything else before the
+  // string's end (\u, a control or non-ASCII byte, an escape JSON does not have), or the text's
+  // last 63 bytes, escaped_string() goes on, at the block's start (or the backslash before it
+  // whose escape the block begins with), so it refuses what it refuses at the same byte.
+  bool skip_escaped_string(bool key) {
+#if defined(__SSE2__)
+    // A string is at most the text's length: within json::string's limit unless the text is
+    // beyond it, where escaped_string() tells.
+    if (static_cast<std::size_t>(end_ - p_) <= json::string::max_size()) {
+      const char* p = p_;
+      bool carry = false;
+      const __m128i quote = _mm_set1_epi8('"');
+      const __m128i backslash = _mm_set1_epi8('\\');
+      const __m128i space = _mm_set1_epi8(0x20);
+      while (end_ - p >= 64) {
+        std::uint64_t quotes = 0;
+        std::uint64_t backslashes = 0;
+        std::uint64_t look = 0;
+        for (int i = 0; i < 4; ++i) {
+          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+          const auto bits = [&](__m128i m) {
+            return static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(m)))
+                   << (16 * i);
+          };
+          quotes |= bits(_mm_cmpeq_epi8(v, quote));
+          backslashes |= bits(_mm_cmpeq_epi8(v, backslash));
+          // Signed: bytes >= 0x80 are negative, caught with the controls.
+          look |= bits(_mm_cmplt_epi8(v, space));
+        }
+        const bool carry_in = carry;
+        const std::uint64_t escaped = escaped_bytes(backslashes, carry);
+        const std::uint64_t ends = quotes & ~escaped;
+        // The bytes up to the string's end (all of them when it does not end here).
+        const std::uint64_t mine = ends == 0 ? ~0ULL : (ends ^ (ends - 1));
+        bool plain = (look & mine) == 0;
+        // Escaped JSON's escapes are \" and \\; the few others are looked at one by one.
+        for (std::uint64_t other = escaped & ~(quotes | backslashes) & mine; plain && other != 0;
+             other &= other - 1) {
+          const char c = p[__builtin_ctzll(other)];
+          plain = c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't';
+        }
+        if (!plain) {
+          carry = carry_in;
+          break;
+        }
+        if (ends != 0) {
+          p_ = p + __builtin_ctzll(ends) + 1;
+          return true;
+        }
+        p += 64;
+      }
+      p_ = carry ? p - 1 : p;
+    }
+#endif
+    std::string_view ignored;
+    return escaped_string(ignored, key, p_);
   }
 
   // The rest of a string from its first backslash: unescaped into `unescaped_`, which has room

@@ -1,5 +1,6 @@
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -339,6 +340,37 @@ TEST(JsonText, RefusesASkippedMemberAsTheWholeParseDoes) {
     EXPECT_TRUE(o.ec) << bad;
     EXPECT_EQ(o.ec, whole.ec) << bad;
     EXPECT_EQ(o.offset, whole.offset) << bad;
+  }
+}
+
+// A skipped string's escapes are told 64 bytes at a time from where its backslashes are
+// (json_text.cpp, skip_escaped_string): every run of backslashes, of every length, ending at
+// every place around a block's edge, before every kind of byte; then escaped JSON at random.
+// Each is read as the whole parse reads it: the same refusal at the same byte, or the same DOM
+// without the member.
+TEST(JsonText, SkipsEscapedStringsAsTheWholeParseReadsThem) {
+  const JsonSkips skips{{"drop"}};
+  for (std::size_t at = 0; at < 140; ++at) {
+    for (std::size_t run = 1; run <= 6; ++run) {
+      for (const char* after :
+           {"\"", "n", "u00e9", "ud83d\\ude00", "q", "/", "\x01", "\xc3\xa9", "\xff", "b"}) {
+        // The string starts with an escape (the skip begins at the first backslash).
+        const std::string body =
+            "\\\"" + std::string(at, 'a') + std::string(run, '\\') + after + std::string(70, 'z');
+        expect_skipped(R"({"drop":")" + body + R"(","k":1})", skips);
+        expect_skipped(R"({"drop":")" + body + R"("})", skips);
+        expect_skipped(R"({"drop":")" + body, skips);  // the text ends inside the string
+      }
+    }
+  }
+  std::mt19937 random(38);  // fixed: the same strings every run
+  const std::string alphabet = "\\\\\\\\\"\"ab/nrtu0dD8\x1f\xc3\xa9 ";
+  std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+  std::uniform_int_distribution<std::size_t> length(0, 300);
+  for (int i = 0; i < 20000; ++i) {
+    std::string body = "\\\\";
+    for (std::size_t n = length(random); n > 0; --n) body += alphabet[pick(random)];
+    expect_skipped(R"({"drop":[")" + body + R"("],"k":"v"})", skips);
   }
 }
 
