@@ -492,18 +492,24 @@ class Session : public std::enable_shared_from_this<Session> {
     do_write();
   }
 
-  // The write is posted behind the handlers already queued on this thread (the other
-  // connections epoll found readable with this one), not started at once: the answers of one
-  // batch go out together after its requests are handled, so a client waiting on several of
-  // them is woken fewer times and preempts this thread less often between them. On 2 cores
-  // shared with the client (bench/admission_bench.sh, wrk) the client slept 0.41 times a
-  // request instead of 0.55, this thread was preempted 0.4 times instead of 0.5, and the real
-  // handlers' CPU per request fell 9-16 % (docs/benchmarks.md, "Admission", ninth round).
+  // The write is not started at once but posted, twice. Asio runs one thread's handlers in
+  // turn, polling epoll when it reaches its place in the queue, and a posted handler goes to the
+  // queue's end: once posted, the answer waits for the handlers of the other connections the
+  // last poll found readable; twice, also for those the next poll finds. The answers of a
+  // batch then go out together, so a client waiting on several of them (on 2 cores shared with
+  // it, bench/admission_bench.sh) is woken fewer times and preempts this thread less often
+  // between them. Measured against writing at once: the client slept 0.41 times a request
+  // instead of 0.55, this thread was preempted 0.4 times instead of 0.5, and the real handlers'
+  // CPU per request fell 9-16 %; the second post took their p99 from 2.1-3.3 ms to 1.0-2.1 ms
+  // at the same rate (docs/benchmarks.md, "Admission", ninth round). An answer alone costs two
+  // polls that find nothing (microseconds).
   void do_write() {
     lowest().expires_after(options().body_timeout);
     asio::post(stream_.get_executor(), [self = shared_from_this()] {
-      asio::async_write(self->stream_, asio::buffer(self->out_),
-                        beast::bind_front_handler(&Session::on_write, self));
+      asio::post(self->stream_.get_executor(), [self] {
+        asio::async_write(self->stream_, asio::buffer(self->out_),
+                          beast::bind_front_handler(&Session::on_write, self));
+      });
     });
   }
 
