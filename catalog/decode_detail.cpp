@@ -174,6 +174,7 @@ StringMap Decoder::string_map(const json::object& parent, std::string_view key,
   StringMap out;
   const auto* o = object(parent, key, path);
   if (o == nullptr) return out;
+  out.reserve(o->size());
   for (const auto& [k, v] : *o) {
     if (!v.is_string()) {
       error(key_path(child_path(path, key), k),
@@ -190,6 +191,7 @@ StringMap Decoder::quantity_map(const json::object& parent, std::string_view key
   StringMap out;
   const auto* o = object(parent, key, path);
   if (o == nullptr) return out;
+  out.reserve(o->size());
   for (const auto& [k, v] : *o) {
     if (v.is_string()) {
       out.emplace(std::string(k), std::string(v.get_string()));

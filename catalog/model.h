@@ -7,13 +7,13 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include <boost/container/flat_map.hpp>
 #include <boost/json/value.hpp>
 
 #include "kube/resource.h"
@@ -103,7 +103,10 @@ extern const kube::ResourceType kKStackConfigs;   // kstack.io/v1beta1 kstackcon
 extern const kube::ResourceType kStorageClasses;  // storage.k8s.io/v1, cluster-scoped
 }  // namespace resources
 
-using StringMap = std::map<std::string, std::string>;
+// Labels, annotations, resource lists: a handful of entries each, decoded for every Stack an
+// admission review or a resync pass reads. Kept sorted in one vector (Boost.Container) rather
+// than a tree: one allocation per map instead of one per entry, iterated in the same order.
+using StringMap = boost::container::flat_map<std::string, std::string, std::less<>>;
 
 // The metadata fields kstack looks at.
 struct ObjectMeta {
