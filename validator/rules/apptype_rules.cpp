@@ -14,6 +14,7 @@
 #include "catalog/parse.h"
 #include "catalog/quantity.h"
 #include "kube/json_equal.h"
+#include "kube/json_member.h"
 
 namespace kstack::validator {
 namespace json = boost::json;
@@ -420,10 +421,10 @@ namespace {
 // "namespace/name" of a stored object ("name" when it has no namespace).
 std::string apptype_key(const json::value& object) {
   const auto* o = object.if_object();
-  const auto* md = o ? o->if_contains("metadata") : nullptr;
+  const auto* md = o ? kube::member(*o, "metadata") : nullptr;
   const auto* mo = md ? md->if_object() : nullptr;
   const auto text = [&](std::string_view key) -> std::string {
-    const auto* v = mo ? mo->if_contains(key) : nullptr;
+    const auto* v = mo ? kube::member(*mo, key) : nullptr;
     return v && v->is_string() ? std::string(v->get_string()) : std::string();
   };
   const std::string ns = text("namespace");
@@ -450,7 +451,7 @@ Violations validate_apptype_in_use(const json::value& old_object, const json::va
   static const json::object kEmpty;
   auto spec_of = [](const json::value& o) -> const json::object& {
     const auto* obj = o.if_object();
-    const auto* spec = obj ? obj->if_contains("spec") : nullptr;
+    const auto* spec = obj ? kube::member(*obj, "spec") : nullptr;
     return spec && spec->is_object() ? spec->get_object() : kEmpty;
   };
   const auto& old_spec = spec_of(old_object);
@@ -459,8 +460,8 @@ Violations validate_apptype_in_use(const json::value& old_object, const json::va
   for (const auto& kv : old_spec) keys.emplace(kv.key());
   for (const auto& kv : new_spec) keys.emplace(kv.key());
   for (const auto& k : keys) {
-    const auto* a = old_spec.if_contains(k);
-    const auto* b = new_spec.if_contains(k);
+    const auto* a = kube::member(old_spec, k);
+    const auto* b = kube::member(new_spec, k);
     if ((a == nullptr) != (b == nullptr) || (a && !kube::json_equal(*a, *b))) {
       out.push_back({child_path("spec", k),
                      fmt::format("cannot be changed while the AppType is used by {}", by)});

@@ -5,6 +5,7 @@
 #include "catalog/defaults.h"
 #include "catalog/model.h"
 #include "catalog/parse.h"
+#include "kube/json_member.h"
 
 namespace kstack::validator {
 namespace json = boost::json;
@@ -13,7 +14,7 @@ namespace {
 
 // Absent, null and (for enum-like strings) "" count as unset.
 bool unset(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
+  const auto* v = kube::member(o, key);
   return v == nullptr || v->is_null() || (v->is_string() && v->get_string().empty());
 }
 
@@ -36,19 +37,19 @@ std::optional<std::string> non_empty(const std::optional<std::string>& v) {
 void default_roles(const json::object& spec, const catalog::Stack* old_stack,
                    const catalog::AppType* app, const catalog::Catalog& catalog,
                    json::array& patch) {
-  const auto* roles_v = spec.if_contains("roles");
+  const auto* roles_v = kube::member(spec, "roles");
   const auto* roles = roles_v ? roles_v->if_array() : nullptr;
   if (roles == nullptr) return;
   std::optional<std::optional<std::string>> default_class;  // looked up once, when needed
   for (std::size_t i = 0; i < roles->size(); ++i) {
     const auto* role = (*roles)[i].if_object();
-    const auto* id_v = role ? role->if_contains("id") : nullptr;
+    const auto* id_v = role ? kube::member(*role, "id") : nullptr;
     if (id_v == nullptr || !id_v->is_string()) continue;
     std::string_view id = id_v->get_string();
     const catalog::StackRole* old_role = old_stack ? catalog::find_role(*old_stack, id) : nullptr;
     std::string index = std::to_string(i);
 
-    const auto* members = role->if_contains("members");
+    const auto* members = kube::member(*role, "members");
     if (members == nullptr || members->is_null()) {
       if (old_role && old_role->members) {
         add(patch, pointer({"spec", "roles", index, "members"}), *old_role->members);
@@ -59,9 +60,9 @@ void default_roles(const json::object& spec, const catalog::Stack* old_stack,
       }
     }
 
-    const auto* storage_v = role->if_contains("storage");
+    const auto* storage_v = kube::member(*role, "storage");
     const auto* storage = storage_v ? storage_v->if_object() : nullptr;
-    const auto* cls = storage ? storage->if_contains("storageClassName") : nullptr;
+    const auto* cls = storage ? kube::member(*storage, "storageClassName") : nullptr;
     if (storage == nullptr || (cls != nullptr && !cls->is_null())) continue;
     std::optional<std::string> chosen;
     if (old_role && old_role->storage) {
@@ -84,10 +85,10 @@ void default_roles(const json::object& spec, const catalog::Stack* old_stack,
 // write of its own (docs/reconciler.md "One pass"). After the spec defaults: the patch's
 // order is the API server's, and those are what `kubectl apply --dry-run=server` users read.
 void add_cleanup_finalizer(const json::object& root, json::array& patch) {
-  const auto* md_v = root.if_contains("metadata");
+  const auto* md_v = kube::member(root, "metadata");
   const auto* md = md_v ? md_v->if_object() : nullptr;
   if (md == nullptr) return;  // refused by validation (no name)
-  const auto* list_v = md->if_contains("finalizers");
+  const auto* list_v = kube::member(*md, "finalizers");
   if (list_v == nullptr || list_v->is_null()) {
     add(patch, pointer({"metadata", "finalizers"}),
         json::array{json::string(catalog::kCleanupFinalizer)});
@@ -122,7 +123,7 @@ json::array default_stack(const catalog::Stack& stack, const catalog::Stack* old
                           const catalog::Catalog& catalog, bool add_finalizer) {
   json::array patch;
   const auto* root = catalog::to_json(stack).if_object();
-  const auto* spec_v = root ? root->if_contains("spec") : nullptr;
+  const auto* spec_v = root ? kube::member(*root, "spec") : nullptr;
   const auto* spec = spec_v ? spec_v->if_object() : nullptr;
   if (spec == nullptr) return patch;
   auto config = catalog.config_ref();

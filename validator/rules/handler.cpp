@@ -9,6 +9,7 @@
 #include "catalog/model.h"
 #include "catalog/parse.h"
 #include "kube/json_equal.h"
+#include "kube/json_member.h"
 #include "validator/rules/apptype_rules.h"
 #include "validator/rules/config_rules.h"
 #include "validator/rules/defaulting.h"
@@ -22,7 +23,7 @@ namespace {
 
 const json::value* spec_of(const json::value& object) {
   const auto* o = object.if_object();
-  return o ? o->if_contains("spec") : nullptr;
+  return o ? kube::member(*o, "spec") : nullptr;
 }
 
 bool spec_unchanged(const AdmissionRequest& r) {
@@ -36,9 +37,9 @@ bool spec_unchanged(const AdmissionRequest& r) {
 std::string_view metadata_string(const AdmissionRequest& r, std::string_view key) {
   for (const json::value* object : {&r.old_object, &r.object}) {
     const auto* o = object->if_object();
-    const auto* md = o ? o->if_contains("metadata") : nullptr;
+    const auto* md = o ? kube::member(*o, "metadata") : nullptr;
     const auto* mo = md ? md->if_object() : nullptr;
-    const auto* v = mo ? mo->if_contains(key) : nullptr;
+    const auto* v = mo ? kube::member(*mo, key) : nullptr;
     if (v && v->is_string() && !v->get_string().empty()) return v->get_string();
   }
   return {};

@@ -7,6 +7,7 @@
 
 #include "catalog/model.h"
 #include "kube/json_equal.h"
+#include "kube/json_member.h"
 
 namespace kstack::validator {
 namespace json = boost::json;
@@ -15,10 +16,10 @@ namespace {
 
 const json::value* field(const json::value* object, std::string_view a, std::string_view b = {}) {
   const auto* o = object ? object->if_object() : nullptr;
-  const auto* v = o ? o->if_contains(a) : nullptr;
+  const auto* v = o ? kube::member(*o, a) : nullptr;
   if (v == nullptr || b.empty()) return v;
   const auto* vo = v->if_object();
-  return vo ? vo->if_contains(b) : nullptr;
+  return vo ? kube::member(*vo, b) : nullptr;
 }
 
 bool has_finalizer(const json::value* object) {
@@ -44,8 +45,8 @@ void check_owned_keys(const json::value* old_object, const json::value* new_obje
     }
   }
   for (const auto& k : keys) {
-    const auto* a = bo ? bo->if_contains(k) : nullptr;
-    const auto* b = ao ? ao->if_contains(k) : nullptr;
+    const auto* a = bo ? kube::member(*bo, k) : nullptr;
+    const auto* b = ao ? kube::member(*ao, k) : nullptr;
     if (a && b && kube::json_equal(*a, *b)) continue;
     std::string_view verb = a == nullptr ? "added" : (b == nullptr ? "removed" : "changed");
     out.push_back({fmt::format("metadata.{}[{}]", map, k),

@@ -10,6 +10,7 @@
 #include "catalog/names.h"
 #include "catalog/parse.h"
 #include "catalog/quantity.h"
+#include "kube/json_member.h"
 #include "validator/rules/config_rules.h"
 
 namespace kstack::validator {
@@ -182,7 +183,7 @@ void check_env(const catalog::StackRole& role, const std::string& p, Violations&
   for (std::size_t i = 0; i < env->size(); ++i) {
     const auto name_path = [&] { return child_path(index_path(child_path(p, "env"), i), "name"); };
     const auto* o = (*env)[i].if_object();
-    const auto* name = o ? o->if_contains("name") : nullptr;
+    const auto* name = o ? kube::member(*o, "name") : nullptr;
     if (name == nullptr || !name->is_string() || name->get_string().empty()) {
       out.push_back({name_path(), "is required"});
       continue;

@@ -10,6 +10,7 @@
 #include "catalog/defaults.h"
 #include "catalog/parse.h"
 #include "kube/json_equal.h"
+#include "kube/json_member.h"
 #include "validator/rules/defaulting.h"
 #include "validator/rules/stack_rules.h"
 
@@ -22,9 +23,9 @@ namespace {
 
 const json::array* raw_roles(const json::value& stack) {
   const auto* o = stack.if_object();
-  const auto* spec = o ? o->if_contains("spec") : nullptr;
+  const auto* spec = o ? kube::member(*o, "spec") : nullptr;
   const auto* so = spec ? spec->if_object() : nullptr;
-  const auto* roles = so ? so->if_contains("roles") : nullptr;
+  const auto* roles = so ? kube::member(*so, "roles") : nullptr;
   return roles ? roles->if_array() : nullptr;
 }
 
@@ -33,7 +34,7 @@ const json::object* raw_role(const json::value& stack, std::string_view id) {
   if (roles == nullptr) return nullptr;
   for (const auto& r : *roles) {
     const auto* o = r.if_object();
-    const auto* rid = o ? o->if_contains("id") : nullptr;
+    const auto* rid = o ? kube::member(*o, "id") : nullptr;
     if (rid && rid->is_string() && rid->get_string() == id) return o;
   }
   return nullptr;
@@ -42,8 +43,8 @@ const json::object* raw_role(const json::value& stack, std::string_view id) {
 // Absent and null are the same; otherwise the JSON must be identical (Kubernetes compares the
 // volumeClaimTemplates as written: "20Gi" -> "20480Mi" is a change too).
 bool same_value(const json::object& before, const json::object& after, std::string_view key) {
-  const auto* a = before.if_contains(key);
-  const auto* b = after.if_contains(key);
+  const auto* a = kube::member(before, key);
+  const auto* b = kube::member(after, key);
   if (a == nullptr || a->is_null()) return b == nullptr || b->is_null();
   return b != nullptr && kube::json_equal(*a, *b);
 }
@@ -183,8 +184,8 @@ std::string first_difference(const json::value* before, const json::value* after
       for (const auto& kv : keys) {
         if (skip_known && bo->contains(kv.key())) continue;
         std::string p = map ? catalog::key_path(path, kv.key()) : child_path(path, kv.key());
-        std::string d = first_difference(bo->if_contains(kv.key()), ao->if_contains(kv.key()), p,
-                                         !map && is_map_field(kv.key()));
+        std::string d = first_difference(kube::member(*bo, kv.key()), kube::member(*ao, kv.key()),
+                                         p, !map && is_map_field(kv.key()));
         if (!d.empty()) return d;
       }
       return {};
@@ -208,7 +209,7 @@ std::string first_difference(const json::value* before, const json::value* after
 // spec without `stopped` (null when there is no spec object).
 json::value spec_but_stopped(const json::value& stack) {
   const auto* o = stack.if_object();
-  const auto* spec = o ? o->if_contains("spec") : nullptr;
+  const auto* spec = o ? kube::member(*o, "spec") : nullptr;
   if (spec == nullptr || !spec->is_object()) return nullptr;
   json::object copy = spec->get_object();
   copy.erase("stopped");

@@ -8,6 +8,7 @@
 #include "catalog/defaults.h"
 #include "catalog/field_error.h"
 #include "catalog/model.h"
+#include "kube/json_member.h"
 
 namespace kstack::validator {
 namespace json = boost::json;
@@ -18,7 +19,7 @@ constexpr std::string_view kNotSupported = "not yet supported by kstack; ignored
 constexpr std::string_view kIgnored = "has no effect in kstack; ignored";
 
 const json::object* child_object(const json::object* o, std::string_view key) {
-  const auto* v = o ? o->if_contains(key) : nullptr;
+  const auto* v = o ? kube::member(*o, key) : nullptr;
   return v ? v->if_object() : nullptr;
 }
 
@@ -27,13 +28,14 @@ void warn_fields(const json::object* o, const std::string& path,
                  std::vector<std::string>& out) {
   if (o == nullptr) return;
   for (auto f : fields) {
-    if (o->contains(f)) out.push_back(fmt::format("{}: {}", catalog::child_path(path, f), why));
+    if (kube::member(*o, f) != nullptr)
+      out.push_back(fmt::format("{}: {}", catalog::child_path(path, f), why));
   }
 }
 
 void for_each_role(const json::object* spec,
                    const std::function<void(const json::object*, const std::string&)>& fn) {
-  const auto* roles_v = spec ? spec->if_contains("roles") : nullptr;
+  const auto* roles_v = spec ? kube::member(*spec, "roles") : nullptr;
   const auto* roles = roles_v ? roles_v->if_array() : nullptr;
   if (roles == nullptr) return;
   for (std::size_t i = 0; i < roles->size(); ++i) {
