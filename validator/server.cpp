@@ -500,9 +500,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // it, bench/admission_bench.sh) is woken fewer times and preempts this thread less often
   // between them. Measured against writing at once: the client slept 0.41 times a request
   // instead of 0.55, this thread was preempted 0.4 times instead of 0.5, and the real handlers'
-  // CPU per request fell 9-16 %; the second post took their p99 from 2.1-3.3 ms to 1.0-2.1 ms
-  // at the same rate (docs/benchmarks.md, "Admission", ninth round). An answer alone costs two
-  // polls that find nothing (microseconds).
+  // CPU per request fell 9-16 %; the second post kept the rate and lowered their p99 in 11 of
+  // 12 A/B pairs, to 1.0-2.1 ms (docs/benchmarks.md, "Admission", ninth round). An answer alone
+  // costs two polls that find nothing (microseconds).
   void do_write() {
     lowest().expires_after(options().body_timeout);
     asio::post(stream_.get_executor(), [self = shared_from_this()] {
