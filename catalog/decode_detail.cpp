@@ -229,6 +229,16 @@ void check_kind(const json::object& object, std::string_view kind, Decoder& d) {
   }
 }
 
+ObjectMeta decode_name(const json::value& object, Decoder& d) {
+  ObjectMeta m;
+  const auto* o = object.if_object();
+  const auto* md = o ? d.object(*o, "metadata", "", /*required=*/true) : nullptr;
+  if (md == nullptr) return m;
+  m.name = d.string(*md, "name", "metadata").value_or("");
+  m.namespace_name = d.string(*md, "namespace", "metadata").value_or("");
+  return m;
+}
+
 ObjectMeta decode_metadata(const json::value& object, Decoder& d) {
   ObjectMeta m;
   const auto* o = object.if_object();

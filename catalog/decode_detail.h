@@ -80,5 +80,7 @@ void check_kind(const boost::json::object& object, std::string_view kind, Decode
 
 // metadata of any object (errors under "metadata").
 ObjectMeta decode_metadata(const boost::json::value& object, Decoder& d);
+// Its name and namespace only.
+ObjectMeta decode_name(const boost::json::value& object, Decoder& d);
 
 }  // namespace kstack::catalog::detail

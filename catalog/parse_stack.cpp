@@ -25,10 +25,13 @@ MemberRecovery decode_member_recovery(const json::object& parent, std::string_vi
   return m;
 }
 
-StackRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
+enum class Depth { kWhole, kOutline };
+
+StackRole decode_role(const json::object& o, const std::string& p, Decoder& d, Depth depth) {
   StackRole r;
   r.id = d.string(o, "id", p, /*required=*/true).value_or("");
   r.members = d.integer(o, "members", p);
+  if (depth == Depth::kOutline) return r;
   if (const auto* res = d.object(o, "resources", p)) {
     const ChildPath rp(p, "resources");
     r.resources.requests = d.quantity_map(*res, "requests", rp);
@@ -59,13 +62,7 @@ StackRole decode_role(const json::object& o, const std::string& p, Decoder& d) {
   return r;
 }
 
-}  // namespace
-
-Stack decode_stack(const json::value& object, FieldErrors& errors) {
-  return decode_stack(object, errors, DecodeSource::kCopy);
-}
-
-Stack decode_stack(const json::value& object, FieldErrors& errors, DecodeSource source) {
+Stack decode(const json::value& object, FieldErrors& errors, DecodeSource source, Depth depth) {
   Stack s;
   if (source == DecodeSource::kBorrow) {
     s.borrowed = &object;
@@ -81,15 +78,17 @@ Stack decode_stack(const json::value& object, FieldErrors& errors, DecodeSource 
     return s;
   }
   detail::check_kind(*o, kStackKind, d);
-  s.metadata = detail::decode_metadata(object, d);
+  const bool whole = depth == Depth::kWhole;
+  s.metadata = whole ? detail::decode_metadata(object, d) : detail::decode_name(object, d);
   if (const auto* spec = d.object(*o, "spec", "", /*required=*/true)) {
     s.spec.app = d.string(*spec, "app", "spec", /*required=*/true).value_or("");
     s.spec.app_catalog = d.string(*spec, "appCatalog", "spec");
-    s.spec.service_type = d.string(*spec, "serviceType", "spec");
+    if (whole) s.spec.service_type = d.string(*spec, "serviceType", "spec");
     s.spec.naming_scheme = d.string(*spec, "namingScheme", "spec");
     s.spec.paused = d.boolean(*spec, "paused", "spec").value_or(false);
     s.spec.stopped = d.boolean(*spec, "stopped", "spec").value_or(false);
-    if (const auto* pr = d.object(*spec, "persistentVolumeClaimRetentionPolicy", "spec")) {
+    if (const auto* pr =
+            whole ? d.object(*spec, "persistentVolumeClaimRetentionPolicy", "spec") : nullptr) {
       const std::string pp = "spec.persistentVolumeClaimRetentionPolicy";
       s.spec.pvc_retention.when_scaled = d.string(*pr, "whenScaled", pp);
       s.spec.pvc_retention.when_deleted = d.string(*pr, "whenDeleted", pp);
@@ -103,14 +102,28 @@ Stack decode_stack(const json::value& object, FieldErrors& errors, DecodeSource 
           s.spec.roles.emplace_back();  // keeps indexes aligned with the JSON
           continue;
         }
-        s.spec.roles.push_back(decode_role(*item, ip, d));
+        s.spec.roles.push_back(decode_role(*item, ip, d, depth));
       }
     }
   }
-  if (const auto* status = detail::present(*o, "status")) {
+  if (const auto* status = whole ? detail::present(*o, "status") : nullptr) {
     s.status = decode_stack_status(*status, errors, "status");
   }
   return s;
+}
+
+}  // namespace
+
+Stack decode_stack(const json::value& object, FieldErrors& errors) {
+  return decode(object, errors, DecodeSource::kCopy, Depth::kWhole);
+}
+
+Stack decode_stack(const json::value& object, FieldErrors& errors, DecodeSource source) {
+  return decode(object, errors, source, Depth::kWhole);
+}
+
+Stack decode_stack_outline(const json::value& object, FieldErrors& errors) {
+  return decode(object, errors, DecodeSource::kBorrow, Depth::kOutline);
 }
 
 KStackConfig decode_kstack_config(const json::value& object, FieldErrors& errors) {

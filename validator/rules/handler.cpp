@@ -112,14 +112,9 @@ Violations RulesHandler::validate_stack_request(const AdmissionRequest& r,
   Violations out = decode_errors;
   append(out, validate_stack(stack, catalog_));
   if (r.operation == "CREATE") return out;
-  Violations ignored;  // the stored object was admitted; its shape is not this request's fault
-  auto old_stack = catalog::decode_stack(r.old_object, ignored, catalog::DecodeSource::kBorrow);
-  // The current app is looked up where the Stack lives (a hand-made review may name the
-  // namespace only on the request, which evaluate() copied into the new object alone).
-  if (old_stack.metadata.namespace_name.empty()) {
-    old_stack.metadata.namespace_name = stack.metadata.namespace_name;
-  }
-  append(out, validate_stack_update(old_stack, stack, catalog_));
+  // The namespace a hand-made review names only on the request, which evaluate() copied into
+  // the new object alone, is the old one's too.
+  append(out, validate_stack_update(r.old_object, stack, catalog_));
   return out;
 }
 

@@ -301,4 +301,22 @@ Violations validate_stack_update(const catalog::Stack& old_stack, const catalog:
   return out;
 }
 
+Violations validate_stack_update(const json::value& old_object, const catalog::Stack& new_stack,
+                                 const catalog::Catalog& catalog) {
+  Violations ignored;  // the stored object was admitted; its shape is not this request's fault
+  auto old_stack = catalog::decode_stack_outline(old_object, ignored);
+  // What the outline leaves out is read by check_stopped (the whole spec) and by
+  // check_app_change (status: which app the members run) only.
+  const bool app_changes = !old_stack.spec.app.empty() && old_stack.spec.app != new_stack.spec.app;
+  if (old_stack.spec.stopped || new_stack.spec.stopped || app_changes) {
+    old_stack = catalog::decode_stack(old_object, ignored, catalog::DecodeSource::kBorrow);
+  }
+  // The current app is looked up where the Stack lives (a hand-made review may name the
+  // namespace only on the request).
+  if (old_stack.metadata.namespace_name.empty()) {
+    old_stack.metadata.namespace_name = new_stack.metadata.namespace_name;
+  }
+  return validate_stack_update(old_stack, new_stack, catalog);
+}
+
 }  // namespace kstack::validator

@@ -89,7 +89,11 @@ Violations update_of(const std::function<void(json::value&)>& stored,
   EXPECT_TRUE(errors.empty()) << catalog::join(errors);
   Apps c;
   if (more) more(c);
-  return validate_stack_update(a, b, c.memory.catalog());
+  auto v = validate_stack_update(a, b, c.memory.catalog());
+  // The webhook's way, from the stored object as JSON (decoding only what the rules read unless
+  // they need more), must say the same.
+  EXPECT_EQ(catalog::join(validate_stack_update(before, b, c.memory.catalog())), catalog::join(v));
+  return v;
 }
 
 Violations update(const std::function<void(json::value&)>& mutate) {
@@ -384,6 +388,86 @@ TEST(StackUpdate, AChangeInTheUpdateThatStopsOrResumesIsRefused) {
                              s.at("metadata").as_object()["labels"] = json::object{{"a", "b"}};
                            });
   EXPECT_TRUE(relabel.empty()) << catalog::join(relabel);
+}
+
+// Stored objects of every shape (the webhook may see objects stored before it ran, or written
+// around it): the rules read the stored JSON as the whole decode reads it, whatever is wrong
+// with it, for updates that stop, resume, change the app or change nothing of that.
+TEST(StackUpdate, TheStoredObjectIsReadAsTheWholeDecodeReadsIt) {
+  const std::vector<std::function<void(json::value&)>> stored = {
+      nullptr,
+      [](json::value& s) { s.at("spec").as_object()["stopped"] = true; },
+      [](json::value& s) { s.at("spec").as_object()["stopped"] = "yes"; },
+      [](json::value& s) { s.at("spec").as_object()["app"] = 7; },
+      [](json::value& s) { s.at("spec").as_object().erase("app"); },
+      [](json::value& s) { s.at("spec").as_object()["appCatalog"] = json::array{}; },
+      [](json::value& s) { s.at("spec").as_object()["namingScheme"] = nullptr; },
+      [](json::value& s) { role(s, 0)["members"] = "3"; },
+      [](json::value& s) { role(s, 0)["members"] = 2.5; },
+      [](json::value& s) { role(s, 0).erase("id"); },
+      [](json::value& s) { role(s, 1)["id"] = "seed"; },
+      [](json::value& s) { s.at("spec").at("roles").as_array().emplace_back(4); },
+      [](json::value& s) { s.at("spec").as_object()["roles"] = json::object{}; },
+      [](json::value& s) { s.as_object().erase("spec"); },
+      [](json::value& s) { s.as_object()["spec"] = "spec"; },
+      [](json::value& s) { s.at("metadata").as_object().erase("namespace"); },
+      [](json::value& s) { s.as_object()["metadata"] = 1; },
+      [](json::value& s) {
+        s.as_object()["status"] = json::object{
+            {"roles", json::array{json::object{
+                          {"id", "seed"},
+                          {"members", json::array{json::object{{"app", "cassandra-fork"}}}}}}}};
+      },
+      [](json::value& s) { s = json::array{}; },
+      // What the defaults of a stopped Stack's spec depend on: a running role's storage class.
+      [](json::value& s) { role(s, 0).at("storage").as_object().erase("storageClassName"); },
+      [](json::value& s) {
+        s.at("spec").as_object()["stopped"] = true;
+        role(s, 0).at("storage").as_object().erase("storageClassName");
+      },
+  };
+  const std::vector<std::function<void(json::value&)>> changes = {
+      [](json::value&) {},
+      [](json::value& s) { set_app(s, "cassandra-r2"); },
+      [](json::value& s) { set_app(s, "cassandra-fork"); },
+      [](json::value& s) { s.at("spec").as_object()["stopped"] = true; },
+      [](json::value& s) { s.at("spec").as_object()["stopped"] = false; },
+      [](json::value& s) { s.at("spec").as_object()["appCatalog"] = "system"; },
+      [](json::value& s) { s.at("spec").as_object()["namingScheme"] = "UID"; },
+      [](json::value& s) {
+        role(s, 0)["storage"] = json::object{{"size", "30Gi"}};
+      },
+      [](json::value& s) { role(s, 0)["members"] = 5; },
+      [](json::value& s) { role(s, 0).at("storage").as_object().erase("storageClassName"); },
+      [](json::value& s) {
+        s.at("spec").as_object()["stopped"] = true;
+        role(s, 0).at("storage").as_object().erase("storageClassName");
+      },
+  };
+  Apps c;
+  c.memory.add(
+      yaml("kind: KStackConfig\nmetadata: {name: kstack-config, namespace: kstack-system}\n"
+           "spec: {defaultStorageClassName: fast-default}\n"));
+  const auto& catalog = c.memory.catalog();
+  std::size_t refused = 0;
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    json::value before = old_stack_json();
+    if (stored[i]) stored[i](before);
+    for (std::size_t k = 0; k < changes.size(); ++k) {
+      json::value after = old_stack_json();
+      changes[k](after);
+      catalog::FieldErrors errors;
+      auto b = catalog::decode_stack(after, errors, catalog::DecodeSource::kBorrow);
+      auto a = catalog::decode_stack(before, errors, catalog::DecodeSource::kBorrow);
+      if (a.metadata.namespace_name.empty()) a.metadata.namespace_name = b.metadata.namespace_name;
+      auto whole = catalog::join(validate_stack_update(a, b, catalog));
+      EXPECT_EQ(catalog::join(validate_stack_update(before, b, catalog)), whole)
+          << "stored shape " << i << ", change " << k;
+      refused += whole.empty() ? 0 : 1;
+    }
+  }
+  // The pairs reach the rules that refuse, not only the ones that let through.
+  EXPECT_GT(refused, stored.size());
 }
 
 }  // namespace
