@@ -30,10 +30,10 @@ Stack decode_stack(const boost::json::value& object, FieldErrors& errors);
 enum class DecodeSource { kCopy, kBorrow };
 AppType decode_apptype(const boost::json::value& object, FieldErrors& errors, DecodeSource source);
 Stack decode_stack(const boost::json::value& object, FieldErrors& errors, DecodeSource source);
-// The part of a Stack the UPDATE admission rules read of the stored one first: metadata's name
-// and namespace, spec.app, appCatalog, namingScheme, paused, stopped and each role's id and
-// members, decoded as decode_stack decodes them (kBorrow); nothing else (no status). The rules
-// decode the whole Stack only for the updates that read more of it (validator/rules).
+// The part of a Stack the admission webhook reads of the stored one on an UPDATE: metadata's
+// name and namespace, spec.app, appCatalog, namingScheme, paused, stopped and each role's id,
+// members and storage, decoded as decode_stack decodes them (kBorrow); nothing else (no
+// status). The rules decode the whole Stack only for the updates that read more of it.
 Stack decode_stack_outline(const boost::json::value& object, FieldErrors& errors);
 KStackConfig decode_kstack_config(const boost::json::value& object, FieldErrors& errors);
 // `status` is the value of the object's status field; errors are reported under `path`.

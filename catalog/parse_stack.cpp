@@ -31,11 +31,12 @@ StackRole decode_role(const json::object& o, const std::string& p, Decoder& d, D
   StackRole r;
   r.id = d.string(o, "id", p, /*required=*/true).value_or("");
   r.members = d.integer(o, "members", p);
-  if (depth == Depth::kOutline) return r;
-  if (const auto* res = d.object(o, "resources", p)) {
-    const ChildPath rp(p, "resources");
-    r.resources.requests = d.quantity_map(*res, "requests", rp);
-    r.resources.limits = d.quantity_map(*res, "limits", rp);
+  if (depth == Depth::kWhole) {
+    if (const auto* res = d.object(o, "resources", p)) {
+      const ChildPath rp(p, "resources");
+      r.resources.requests = d.quantity_map(*res, "requests", rp);
+      r.resources.limits = d.quantity_map(*res, "limits", rp);
+    }
   }
   if (const auto* st = d.object(o, "storage", p)) {
     const ChildPath sp(p, "storage");
@@ -48,6 +49,7 @@ StackRole decode_role(const json::object& o, const std::string& p, Decoder& d, D
     s.storage_class_name = d.string(*st, "storageClassName", sp);
     r.storage = std::move(s);
   }
+  if (depth == Depth::kOutline) return r;
   d.opaque(r.env, o, "env", p, json::kind::array);
   d.opaque(r.affinity, o, "affinity", p, json::kind::object);
   r.node_selector = d.string_map(o, "nodeSelector", p);

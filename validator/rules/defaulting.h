@@ -28,7 +28,8 @@ namespace kstack::validator {
 // One RFC 6901 reference token: '~' -> "~0", '/' -> "~1".
 std::string json_pointer_escape(std::string_view segment);
 
-// The patch for `stack` (its raw JSON decides what is missing); old_stack on UPDATE.
+// The patch for `stack` (its raw JSON decides what is missing); old_stack on UPDATE, of which
+// it reads no more than catalog::decode_stack_outline decodes.
 // `add_finalizer`: false where no controller of this operator reconciles the Stack.
 boost::json::array default_stack(const catalog::Stack& stack, const catalog::Stack* old_stack,
                                  const catalog::Catalog& catalog, bool add_finalizer = true);

@@ -194,7 +194,9 @@ AdmissionResponse RulesHandler::do_mutate(const AdmissionRequest& r) const {
   if (stack.metadata.namespace_name.empty()) stack.metadata.namespace_name = r.namespace_name;
   std::optional<catalog::Stack> old_stack;
   if (r.operation == "UPDATE") {
-    old_stack = catalog::decode_stack(r.old_object, ignored, catalog::DecodeSource::kBorrow);
+    // What default_stack reads of the stored Stack (its appCatalog, namingScheme and roles'
+    // members and storage) and no more.
+    old_stack = catalog::decode_stack_outline(r.old_object, ignored);
   }
   const bool finalize = options_.finalizer_namespace.empty() ||
                         options_.finalizer_namespace == stack.metadata.namespace_name;

@@ -45,8 +45,8 @@ Violations validate_stack_object(const boost::json::value& object, const catalog
 Violations validate_stack_update(const catalog::Stack& old_stack, const catalog::Stack& new_stack,
                                  const catalog::Catalog& catalog);
 // The same for the stored object as the review carries it: decodes of it only what the rules
-// read (catalog::decode_stack_outline), the whole Stack when the update stops, resumes or
-// changes spec.app. Its namespace defaults to the new Stack's.
+// read (catalog::decode_stack_outline), the whole Stack when the update changes spec.app. Its
+// namespace defaults to the new Stack's.
 Violations validate_stack_update(const boost::json::value& old_object,
                                  const catalog::Stack& new_stack, const catalog::Catalog& catalog);
 

@@ -305,10 +305,10 @@ Violations validate_stack_update(const json::value& old_object, const catalog::S
                                  const catalog::Catalog& catalog) {
   Violations ignored;  // the stored object was admitted; its shape is not this request's fault
   auto old_stack = catalog::decode_stack_outline(old_object, ignored);
-  // What the outline leaves out is read by check_stopped (the whole spec) and by
-  // check_app_change (status: which app the members run) only.
-  const bool app_changes = !old_stack.spec.app.empty() && old_stack.spec.app != new_stack.spec.app;
-  if (old_stack.spec.stopped || new_stack.spec.stopped || app_changes) {
+  // Of what the outline leaves out, only status is read, by check_app_change (which app the
+  // members run). check_stopped reads the stored spec as JSON, and what default_stack reads
+  // of it is in the outline.
+  if (!old_stack.spec.app.empty() && old_stack.spec.app != new_stack.spec.app) {
     old_stack = catalog::decode_stack(old_object, ignored, catalog::DecodeSource::kBorrow);
   }
   // The current app is looked up where the Stack lives (a hand-made review may name the

@@ -98,7 +98,12 @@ struct Fixture {
     auto s = catalog::decode_stack(object, errors);
     std::optional<catalog::Stack> old;
     if (old_object) old = catalog::decode_stack(*old_object, errors);
-    return default_stack(s, old ? &*old : nullptr, memory.catalog());
+    auto patch = default_stack(s, old ? &*old : nullptr, memory.catalog());
+    if (old_object) {  // the webhook decodes only the outline of the stored Stack
+      auto outline = catalog::decode_stack_outline(*old_object, errors);
+      EXPECT_EQ(default_stack(s, &outline, memory.catalog()), patch);
+    }
+    return patch;
   }
 };
 
