@@ -130,6 +130,7 @@ std::vector<T> decode_list(const json::object& spec, std::string_view key, Decod
   std::vector<T> out;
   const auto* a = d.array(spec, key, "spec", required);
   if (a == nullptr) return out;
+  out.reserve(a->size());
   std::string base = child_path("spec", key);
   for (std::size_t i = 0; i < a->size(); ++i) {
     std::string ip = index_path(base, i);

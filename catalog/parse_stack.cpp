@@ -96,6 +96,7 @@ Stack decode(const json::value& object, FieldErrors& errors, DecodeSource source
       s.spec.pvc_retention.when_deleted = d.string(*pr, "whenDeleted", pp);
     }
     if (const auto* roles = d.array(*spec, "roles", "spec", /*required=*/true)) {
+      s.spec.roles.reserve(roles->size());
       for (std::size_t i = 0; i < roles->size(); ++i) {
         std::string ip = index_path("spec.roles", i);
         const auto* item = (*roles)[i].if_object();

@@ -18,6 +18,7 @@ std::vector<T> decode_items(const json::object& parent, std::string_view key, st
   std::vector<T> out;
   const auto* a = d.array(parent, key, path);
   if (a == nullptr) return out;
+  out.reserve(a->size());
   std::string base = child_path(path, key);
   for (std::size_t i = 0; i < a->size(); ++i) {
     std::string ip = index_path(base, i);
