@@ -144,7 +144,6 @@ kube::Result<Quantity> Quantity::parse(std::string_view text) {
   std::size_t last = int_digits + frac_digits;
   while (first != last && digit(first) == '0') ++first;
   Quantity q;
-  q.text_ = std::string(text);
   if (first == last) return q;  // zero in any spelling
   while (last - first > 1 && digit(last - 1) == '0') {
     --last;

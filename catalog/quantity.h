@@ -6,7 +6,6 @@
 
 #include <compare>
 #include <cstdint>
-#include <string>
 #include <string_view>
 
 #include "kube/error.h"
@@ -30,8 +29,6 @@ class Quantity {
   // Rounded up to whole units / milli-units (Quantity.Value(), MilliValue()), saturating.
   std::int64_t value() const;
   std::int64_t milli_value() const;
-  // The text it was parsed from (what the user wrote, for messages).
-  const std::string& text() const { return text_; }
 
   friend bool operator==(const Quantity& a, const Quantity& b) { return a.nanos_ == b.nanos_; }
   friend std::strong_ordering operator<=>(const Quantity& a, const Quantity& b) {
@@ -41,8 +38,9 @@ class Quantity {
   }
 
  private:
-  Int128 nanos_ = 0;  // value × 10^9
-  std::string text_;
+  // value × 10^9. The text it was parsed from is not kept: a request's rules parse a dozen
+  // quantities, and a copy of each text cost a third of the parse.
+  Int128 nanos_ = 0;
 };
 
 }  // namespace kstack::catalog

@@ -88,7 +88,7 @@ void check_resources(const catalog::StackRole& role, const catalog::AppRole* app
     const auto* lim = find_quantity(limits, name);
     if (lim != nullptr && req > *lim) {
       out.push_back({req_path(name), fmt::format("must be less than or equal to {} limit of {}",
-                                                 name, lim->text())});
+                                                 name, role.resources.limits.find(name)->second)});
     }
   }
   if (app_role == nullptr) return;
